@@ -1,0 +1,54 @@
+"""Atomic file writes: a crash or Ctrl-C never leaves a half-written output."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path``.
+
+    The temporary file lives in the same folder so that :func:`os.replace` is an
+    atomic rename on POSIX and Windows.  On an exception the temporary file is
+    removed and ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent
+    )
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write(path: str | os.PathLike, mode: str, writer: Callable[[IO], None]) -> Path:
+    with atomic_path(path) as tmp:
+        with open(tmp, mode) as handle:
+            writer(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return Path(path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return _write(path, "w", lambda handle: handle.write(text))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically."""
+    return _write(path, "wb", lambda handle: handle.write(data))

@@ -1,0 +1,175 @@
+"""Graph kernels of the DeepPrivacy topology model (the hot path).
+
+Public, validated functions over the private Numba kernels of
+:mod:`topokit.kernels._numba`.  Each accepts one matrix of shape (n, n) or a
+stack of shape (k, n, n) and processes stacks in parallel.
+
+References
+----------
+.. [1] Ching et al., "Efficient Communication Topology via Partially
+   Differential Privacy for Decentralized Learning", eqs. (4), (11).
+.. [2] J. G. Kemeny and J. L. Snell, *Finite Markov Chains*, 1960, Thm. 4.4.7
+   (hitting times from the fundamental matrix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import (
+    as_matrix_stack,
+    check_row_stochastic,
+    check_symmetric,
+    graph_adjacency,
+)
+from ..errors import InvalidInputError
+from . import _numba
+
+__all__ = [
+    "lazy_metropolis",
+    "metropolis",
+    "hitting_times",
+    "max_hitting_time",
+    "spectral_gap",
+]
+
+
+def _adjacency_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
+    if isinstance(graph, nx.Graph):
+        return graph_adjacency(graph)[None], True
+    stack, single = as_matrix_stack(graph, "adjacency")
+    check_symmetric(stack, "adjacency")
+    stack = stack.copy()
+    diagonal = np.arange(stack.shape[-1])
+    stack[:, diagonal, diagonal] = 0.0
+    return np.ascontiguousarray((stack > 0).astype(np.float64)), single
+
+
+def lazy_metropolis(graph: Any) -> NDArray[np.float64]:
+    """Lazy-Metropolis communication matrix (DeepPrivacy Definition 1, eq. 4).
+
+    .. math:: a_{ij} = \\frac{1}{2\\max(\\deg_i, \\deg_j)} \\text{ on links},\\quad
+              a_{ii} = 1 - \\sum_{k \\ne i} a_{ik}
+
+    Parameters
+    ----------
+    graph : networkx.Graph or array-like of shape (n, n) or (k, n, n)
+        A graph (node order ``list(graph)``), a symmetric adjacency matrix
+        (any non-zero off-diagonal entry is a link; the diagonal is ignored),
+        or a stack of them.
+
+    Returns
+    -------
+    ndarray of shape (n, n) or (k, n, n)
+        Symmetric, doubly stochastic, with a_ii >= 1/2.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> lazy_metropolis(nx.path_graph(3)).round(3).tolist()
+    [[0.75, 0.25, 0.0], [0.25, 0.5, 0.25], [0.0, 0.25, 0.75]]
+    """
+    stack, single = _adjacency_stack(graph)
+    weights = _numba.lazy_metropolis_stack(stack)
+    return weights[0] if single else weights
+
+
+def metropolis(graph: Any) -> NDArray[np.float64]:
+    """Metropolis-Hastings weights a_ij = 1 / (1 + max(deg_i, deg_j)) on links.
+
+    Symmetric and doubly stochastic with a_ii > 0, but the self-weight can be
+    small (1 / (1 + deg) on a regular graph), unlike Lazy-Metropolis' a_ii >= 1/2.
+    Used by :mod:`topokit.gfl` where the papers use plain Metropolis weights.
+    Accepts the same inputs as :func:`lazy_metropolis`.
+    """
+    stack, single = _adjacency_stack(graph)
+    weights = _numba.metropolis_stack(stack)
+    return weights[0] if single else weights
+
+
+def _transition_stack(transition: Any) -> tuple[NDArray[np.float64], bool]:
+    stack, single = as_matrix_stack(transition, "A")
+    check_row_stochastic(stack, "A")
+    return stack, single
+
+
+def _raise_on_status(status: NDArray[np.int64]) -> None:
+    bad = np.flatnonzero(status == _numba.REDUCIBLE_WITH_TRANSIENT_STATES)
+    if bad.size:
+        where = "" if status.size == 1 else f" (matrix {int(bad[0])} of the stack)"
+        raise InvalidInputError(
+            f"A has transient states{where}: some node can leave a group of nodes it can never "
+            "return to, so hitting times depend on absorption probabilities. Use a symmetric "
+            "weight matrix such as topokit.lazy_metropolis(G)."
+        )
+
+
+def hitting_times(transition: Any) -> NDArray[np.float64]:
+    """All-pairs expected hitting times of the random walk with transition matrix A.
+
+    Solves DeepPrivacy eq. (11), :math:`m_{ii} = 0,\\ m_{ij} = 1 + \\sum_{k \\ne j}
+    a_{ik} m_{kj}`, through the fundamental matrix
+    :math:`Z = (I - A + \\mathbf{1}\\pi^T)^{-1}`, :math:`m_{ij} = (z_{jj} - z_{ij})/\\pi_j`:
+    one n x n inverse instead of the paper's n^2 x n^2 system.
+
+    Parameters
+    ----------
+    transition : array-like of shape (n, n) or (k, n, n)
+        Row-stochastic matrix (rows are the start, columns the target), or a
+        stack of them.  Need not be symmetric.
+
+    Returns
+    -------
+    ndarray of shape (n, n) or (k, n, n)
+        ``m[i, j]``, the expected number of steps from i to first reach j;
+        ``inf`` where i and j lie in different components.
+
+    Raises
+    ------
+    ValueError
+        If A is not square, has NaN or negative entries, a row that does not
+        sum to 1, or transient states.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> hitting_times(lazy_metropolis(nx.complete_graph(3))).round(6).tolist()
+    [[0.0, 4.0, 4.0], [4.0, 0.0, 4.0], [4.0, 4.0, 0.0]]
+    """
+    stack, single = _transition_stack(transition)
+    times, status = _numba.hitting_times_stack(stack)
+    _raise_on_status(status)
+    return times[0] if single else times
+
+
+def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
+    """The hitting time of a topology, H = max_ij m_ij (DeepPrivacy Definition 6).
+
+    Returns a float for one matrix, an array of shape (k,) for a stack;
+    ``inf`` for a disconnected graph.
+    """
+    stack, single = _transition_stack(transition)
+    largest, status = _numba.max_hitting_time_stack(stack)
+    _raise_on_status(status)
+    return float(largest[0]) if single else largest
+
+
+def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
+    """Spectral gap 1 - max(|lambda_2|, |lambda_n|) of a symmetric stochastic matrix.
+
+    Returns a float (or (k,) array for a stack) in [0, 1]: ``0.0`` for a
+    disconnected graph, ``1.0`` for a single node.
+
+    Raises
+    ------
+    ValueError
+        If A is not symmetric or not row-stochastic.
+    """
+    stack, single = _transition_stack(transition)
+    check_symmetric(stack, "A")
+    gaps = _numba.spectral_gap_stack(stack)
+    return float(gaps[0]) if single else gaps

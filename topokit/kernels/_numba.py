@@ -1,0 +1,247 @@
+"""Private Numba kernels.  They never validate: the public wrappers in
+:mod:`topokit.kernels` do, and hand them contiguous float64 arrays.
+
+Their plain-numpy twins live in ``tests/naive.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._config import NJIT_FLAGS, PARALLEL_FLAGS
+
+# Status codes returned by the hitting-time kernel.
+OK = 0
+REDUCIBLE_WITH_TRANSIENT_STATES = 1
+
+
+@njit(**NJIT_FLAGS)
+def _lazy_metropolis_one(adjacency, out):
+    n = adjacency.shape[0]
+    degree = np.zeros(n)
+    for i in range(n):
+        for j in range(n):
+            if i != j and adjacency[i, j] != 0.0:
+                degree[i] += 1.0
+    for i in range(n):
+        row_sum = 0.0
+        for j in range(n):
+            if i != j and adjacency[i, j] != 0.0:
+                weight = 1.0 / (2.0 * max(degree[i], degree[j]))
+                out[i, j] = weight
+                row_sum += weight
+            else:
+                out[i, j] = 0.0
+        out[i, i] = 1.0 - row_sum
+
+
+@njit(**PARALLEL_FLAGS)
+def lazy_metropolis_stack(adjacency):
+    """Lazy-Metropolis weights (DeepPrivacy eq. 4) of a (k, n, n) 0/1 stack."""
+    out = np.empty_like(adjacency)
+    for g in prange(adjacency.shape[0]):
+        _lazy_metropolis_one(adjacency[g], out[g])
+    return out
+
+
+@njit(**NJIT_FLAGS)
+def _metropolis_one(adjacency, out):
+    n = adjacency.shape[0]
+    degree = np.zeros(n)
+    for i in range(n):
+        for j in range(n):
+            if i != j and adjacency[i, j] != 0.0:
+                degree[i] += 1.0
+    for i in range(n):
+        row_sum = 0.0
+        for j in range(n):
+            if i != j and adjacency[i, j] != 0.0:
+                weight = 1.0 / (1.0 + max(degree[i], degree[j]))
+                out[i, j] = weight
+                row_sum += weight
+            else:
+                out[i, j] = 0.0
+        out[i, i] = 1.0 - row_sum
+
+
+@njit(**PARALLEL_FLAGS)
+def metropolis_stack(adjacency):
+    """Metropolis-Hastings weights a_ij = 1 / (1 + max(deg_i, deg_j)) of a (k, n, n) stack."""
+    out = np.empty_like(adjacency)
+    for g in prange(adjacency.shape[0]):
+        _metropolis_one(adjacency[g], out[g])
+    return out
+
+
+@njit(**NJIT_FLAGS)
+def _reach(matrix, start, members, transpose):
+    """Mark the nodes reachable from ``start`` along positive entries (restricted to ``members``)."""
+    n = matrix.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    stack[top] = start
+    top += 1
+    seen[start] = True
+    while top > 0:
+        top -= 1
+        i = stack[top]
+        for j in range(n):
+            if not members[j] or seen[j]:
+                continue
+            weight = matrix[j, i] if transpose else matrix[i, j]
+            if weight > 0.0:
+                seen[j] = True
+                stack[top] = j
+                top += 1
+    return seen
+
+
+@njit(**NJIT_FLAGS)
+def weak_components(matrix):
+    """Label the components of the undirected support of ``matrix`` (ignoring the diagonal)."""
+    n = matrix.shape[0]
+    labels = -np.ones(n, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    count = 0
+    for root in range(n):
+        if labels[root] >= 0:
+            continue
+        labels[root] = count
+        top = 0
+        stack[top] = root
+        top += 1
+        while top > 0:
+            top -= 1
+            i = stack[top]
+            for j in range(n):
+                if labels[j] < 0 and (matrix[i, j] > 0.0 or matrix[j, i] > 0.0) and i != j:
+                    labels[j] = count
+                    stack[top] = j
+                    top += 1
+        count += 1
+    return labels, count
+
+
+@njit(**NJIT_FLAGS)
+def _hitting_times_irreducible(transition, out):
+    """Hitting times of an irreducible chain from its fundamental matrix.
+
+    Z = (I - P + 1 pi^T)^{-1} and m_ij = (z_jj - z_ij) / pi_j (Kemeny & Snell),
+    one n x n inverse instead of the n^2 x n^2 system of DeepPrivacy eq. (11).
+    A doubly stochastic P has pi = 1/n and skips the stationary solve.
+    """
+    n = transition.shape[0]
+    if n == 1:
+        out[0, 0] = 0.0
+        return
+    doubly = True
+    for j in range(n):
+        column = 0.0
+        for i in range(n):
+            column += transition[i, j]
+        if abs(column - 1.0) > 1e-12:
+            doubly = False
+            break
+    stationary = np.empty(n)
+    if doubly:
+        stationary[:] = 1.0 / n
+    else:
+        system = np.eye(n) - transition.T + 1.0
+        stationary[:] = np.linalg.solve(system, np.ones(n))
+    fundamental = np.eye(n) - transition
+    for i in range(n):
+        for j in range(n):
+            fundamental[i, j] += stationary[j]
+    fundamental = np.linalg.inv(fundamental)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                out[i, j] = 0.0
+            else:
+                out[i, j] = (fundamental[j, j] - fundamental[i, j]) / stationary[j]
+
+
+@njit(**NJIT_FLAGS)
+def hitting_times_one(transition, out):
+    """All-pairs hitting times of one row-stochastic matrix; ``inf`` across components.
+
+    Returns a status code: OK, or REDUCIBLE_WITH_TRANSIENT_STATES when a weak
+    component is not strongly connected (expected times then depend on
+    absorption probabilities; the public wrapper refuses such input).
+    """
+    n = transition.shape[0]
+    labels, count = weak_components(transition)
+    if count == 1:
+        everyone = np.ones(n, dtype=np.bool_)
+        if not (_reach(transition, 0, everyone, False).all()
+                and _reach(transition, 0, everyone, True).all()):
+            return REDUCIBLE_WITH_TRANSIENT_STATES
+        _hitting_times_irreducible(transition, out)
+        return OK
+    out[:, :] = np.inf
+    for component in range(count):
+        members = labels == component
+        index = np.nonzero(members)[0]
+        root = index[0]
+        forward = _reach(transition, root, members, False)
+        backward = _reach(transition, root, members, True)
+        for i in index:
+            if not (forward[i] and backward[i]):
+                return REDUCIBLE_WITH_TRANSIENT_STATES
+        size = index.shape[0]
+        block = np.empty((size, size))
+        for a in range(size):
+            for b in range(size):
+                block[a, b] = transition[index[a], index[b]]
+        block_out = np.empty((size, size))
+        _hitting_times_irreducible(block, block_out)
+        for a in range(size):
+            for b in range(size):
+                out[index[a], index[b]] = block_out[a, b]
+    return OK
+
+
+@njit(**PARALLEL_FLAGS)
+def hitting_times_stack(transitions):
+    out = np.empty_like(transitions)
+    status = np.zeros(transitions.shape[0], dtype=np.int64)
+    for g in prange(transitions.shape[0]):
+        status[g] = hitting_times_one(transitions[g], out[g])
+    return out, status
+
+
+@njit(**PARALLEL_FLAGS)
+def max_hitting_time_stack(transitions):
+    """H = max_ij m_ij per matrix, without keeping the (k, n, n) result."""
+    n = transitions.shape[1]
+    result = np.empty(transitions.shape[0])
+    status = np.zeros(transitions.shape[0], dtype=np.int64)
+    for g in prange(transitions.shape[0]):
+        scratch = np.empty((n, n))
+        status[g] = hitting_times_one(transitions[g], scratch)
+        result[g] = scratch.max()
+    return result, status
+
+
+@njit(**NJIT_FLAGS)
+def spectral_gap_one(symmetric):
+    """1 - max(|lambda_2|, |lambda_n|) of a symmetric stochastic matrix; 0 if disconnected."""
+    n = symmetric.shape[0]
+    if n == 1:
+        return 1.0
+    _, count = weak_components(symmetric)
+    if count > 1:
+        return 0.0
+    eigenvalues = np.linalg.eigvalsh(symmetric)  # ascending
+    rho = max(abs(eigenvalues[n - 2]), abs(eigenvalues[0]))
+    return 1.0 - rho
+
+
+@njit(**PARALLEL_FLAGS)
+def spectral_gap_stack(symmetric):
+    result = np.empty(symmetric.shape[0])
+    for g in prange(symmetric.shape[0]):
+        result[g] = spectral_gap_one(symmetric[g])
+    return result
