@@ -1,0 +1,130 @@
+"""Metrics of a topology on a network: :func:`evaluate` -> :class:`Metrics`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .kernels import lazy_metropolis, max_hitting_time, spectral_gap
+from .network import Network, Topology
+from .predictor import GlobalIteratePredictor
+
+__all__ = ["Metrics", "evaluate", "dp_ends", "local_iterate"]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What DeepPrivacy's model says of one topology.
+
+    Attributes
+    ----------
+    hitting_time : float
+        H = max_ij m_ij of the Lazy-Metropolis random walk (Definition 6);
+        ``inf`` if the topology is disconnected.
+    spectral_gap : float
+        1 - max(|lambda_2|, |lambda_n|) of the Lazy-Metropolis matrix; 0 if disconnected.
+    phi : float
+        DP ratio |N| / |V|, N the devices that are ends of non-social links
+        (what actually adds noise to a used stranger link).
+    local_iterate : float
+        L = max over links of d_ij + max(r_i, r_j), eq. (8), in seconds.
+    predicted_global_iterate : float
+        G' from the predictor (eq. 15 unless calibrated).
+    pseudo_time : float
+        G' x L, the predicted physical training time in seconds.
+    """
+
+    hitting_time: float
+    spectral_gap: float
+    phi: float
+    local_iterate: float
+    predicted_global_iterate: float
+    pseudo_time: float
+    n_devices: int
+    n_links: int
+    n_non_social_links: int
+    n_dp_devices: int
+    connected: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready Python scalars (``inf`` stays a float)."""
+        return {key: (value.item() if isinstance(value, np.generic) else value)
+                for key, value in asdict(self).items()}
+
+
+def dp_ends(net: Network, topology: Topology) -> set:
+    """Devices that are ends of a non-social link of ``topology``."""
+    return {node for edge in topology.non_social_edges(net) for node in edge}
+
+
+def local_iterate(net: Network, topology: Topology) -> float:
+    """L(G_c) = max over links of d_ij + max(r_i, r_j) (eq. 8); max_i r_i without links."""
+    if not topology.edges:
+        return float(net.compute_time.max())
+    rows = np.fromiter((net.index[u] for u, _ in topology.edges), dtype=np.int64)
+    cols = np.fromiter((net.index[v] for _, v in topology.edges), dtype=np.int64)
+    return float(net.link_times[rows, cols].max())
+
+
+def evaluate(
+    net: Network,
+    topology: Topology | None = None,
+    predictor: GlobalIteratePredictor | None = None,
+    *,
+    noise_variance: float | None = None,
+) -> Metrics:
+    """Hitting time, spectral gap, DP ratio, local iterate and predicted time of a topology.
+
+    Parameters
+    ----------
+    net : Network
+    topology : Topology, optional
+        Defaults to the social graph itself with no DP device (NDLF).
+    predictor : GlobalIteratePredictor, optional
+        Defaults to the paper's eq. (15).
+    noise_variance : float, optional
+        The feature U, for predictors fitted with it.
+
+    Returns
+    -------
+    Metrics
+
+    Raises
+    ------
+    InvalidTopologyError
+        If the topology breaks a DeepPrivacy rule on ``net`` (see
+        :meth:`Topology.validate`).
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> metrics = evaluate(load_example("toy"), load_example("toy").topology)
+    >>> round(metrics.hitting_time, 3), metrics.phi, metrics.local_iterate
+    (25.967, 0.5, 52.0)
+    """
+    if topology is None:
+        topology = Topology(net.social.edges)
+    topology.validate(net)
+    predictor = predictor if predictor is not None else GlobalIteratePredictor()
+    transition = lazy_metropolis(topology.graph(net.nodes))
+    hitting = max_hitting_time(transition)
+    gap = spectral_gap(transition)
+    ends = dp_ends(net, topology)
+    phi = len(ends) / net.n_devices
+    iterate = local_iterate(net, topology)
+    predicted = predictor.predict_one(hitting, phi, noise_variance)
+    return Metrics(
+        hitting_time=float(hitting),
+        spectral_gap=float(gap),
+        phi=phi,
+        local_iterate=iterate,
+        predicted_global_iterate=predicted,
+        pseudo_time=predicted * iterate,
+        n_devices=net.n_devices,
+        n_links=topology.n_links,
+        n_non_social_links=len(topology.non_social_edges(net)),
+        n_dp_devices=len(topology.dp_devices),
+        connected=bool(np.isfinite(hitting)),
+    )

@@ -1,0 +1,541 @@
+"""The DeepPrivacy network model (Ching et al., Sec. IV): social graph, physical
+times and communication topologies, with their file format.
+
+- :class:`Network`: the social graph G_s, computation time r_i of every device
+  and communication time d_ij of every pair (``inf`` where the physical network
+  cannot connect them).  Arrays use the node order ``list(net.social)``.
+- :class:`Topology`: a communication topology G_c = (V, E_c) plus the devices
+  that add DP noise.  A link outside G_s may be used only between two DP
+  devices and only with a finite delay.
+- :func:`load_network` / :func:`save_network`: networkx node-link JSON (and
+  GraphML) with node attributes ``compute_time`` and optional ``x``, ``y``
+  (metres), and the delays as a graph attribute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import physical
+from ._io import atomic_write_text
+from ._validation import check_connected
+from .errors import (
+    InvalidInputError,
+    InvalidTopologyError,
+    NetworkFileError,
+    NetworkFileNotFoundError,
+    NodeNotFoundError,
+)
+
+__all__ = ["Network", "Topology", "load_network", "save_network", "load_topology", "save_topology"]
+
+FORMAT_VERSION = 1
+
+
+def _sort_key(node: Hashable) -> tuple[str, Any]:
+    # Mixed node types (ints and strings) do not compare; order by type name first.
+    return (type(node).__name__, node if isinstance(node, (int, float, str)) else repr(node))
+
+
+def canonical_pair(u: Hashable, v: Hashable) -> tuple[Hashable, Hashable]:
+    """The pair (u, v) in a fixed order, so that an undirected link has one spelling."""
+    return (u, v) if _sort_key(u) <= _sort_key(v) else (v, u)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A communication topology G_c = (V, E_c) and its DP devices.
+
+    Parameters
+    ----------
+    edges : iterable of pairs of node ids
+        The links E_c.  Stored sorted, each pair in a canonical order, without
+        duplicates.
+    dp_devices : iterable of node ids
+        The devices that add differential-privacy noise to what they send.
+
+    Notes
+    -----
+    A topology is valid for a network (DeepPrivacy Sec. IV) when every link
+    that is not a social link joins two DP devices and every link has a finite
+    delay.  :meth:`validate` raises on the first broken rule;
+    :meth:`violations` lists them all.
+    """
+
+    edges: tuple[tuple[Hashable, Hashable], ...]
+    dp_devices: frozenset = field(default_factory=frozenset)
+
+    def __init__(self, edges: Iterable[Sequence[Hashable]] = (), dp_devices: Iterable[Hashable] = ()):
+        pairs = set()
+        for edge in edges:
+            edge = tuple(edge)
+            if len(edge) != 2:
+                raise InvalidTopologyError(f"a link must join two nodes; got {edge!r}")
+            u, v = edge
+            if u == v:
+                raise InvalidTopologyError(f"self-loop on node {u!r}: a link must join two devices")
+            pairs.add(canonical_pair(u, v))
+        object.__setattr__(self, "edges", tuple(sorted(pairs, key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))))
+        object.__setattr__(self, "dp_devices", frozenset(dp_devices))
+
+    @property
+    def n_links(self) -> int:
+        return len(self.edges)
+
+    def graph(self, nodes: Iterable[Hashable]) -> nx.Graph:
+        """G_c as a networkx graph on ``nodes`` (every device, linked or not)."""
+        graph = nx.Graph()
+        graph.add_nodes_from(nodes)
+        graph.add_edges_from(self.edges)
+        return graph
+
+    def non_social_edges(self, net: Network) -> list[tuple[Hashable, Hashable]]:
+        """The links of E_c that are not links of the social graph."""
+        return [(u, v) for u, v in self.edges if not net.social.has_edge(u, v)]
+
+    def violations(self, net: Network, *, require_connected: bool = False) -> list[str]:
+        """Every rule of DeepPrivacy this topology breaks on ``net`` (empty if valid)."""
+        problems = []
+        unknown = sorted(
+            {node for edge in self.edges for node in edge if node not in net.index}
+            | {node for node in self.dp_devices if node not in net.index},
+            key=_sort_key,
+        )
+        if unknown:
+            problems.append(
+                f"node {unknown[0]!r} is not in the network ({len(unknown)} unknown node(s))"
+            )
+            return problems
+        for u, v in self.non_social_edges(net):
+            missing = [node for node in (u, v) if node not in self.dp_devices]
+            if missing:
+                problems.append(
+                    f"link {u!r}-{v!r} is not a social link, so both ends must add DP noise; "
+                    f"{', '.join(repr(m) for m in missing)} is not a DP device"
+                )
+        for u, v in self.edges:
+            if not np.isfinite(net.delay[net.index[u], net.index[v]]):
+                problems.append(
+                    f"link {u!r}-{v!r} has infinite delay: the physical network cannot connect it"
+                )
+        if require_connected and net.n_devices > 1:
+            graph = self.graph(net.nodes)
+            if not nx.is_connected(graph):
+                problems.append(
+                    f"the topology is disconnected ({nx.number_connected_components(graph)} "
+                    "components): every device must be reachable"
+                )
+        return problems
+
+    def validate(self, net: Network, *, require_connected: bool = False) -> Topology:
+        """Raise :class:`InvalidTopologyError` naming the first broken rule; return self if valid."""
+        problems = self.violations(net, require_connected=require_connected)
+        if problems:
+            error = NodeNotFoundError if "is not in the network" in problems[0] else InvalidTopologyError
+            extra = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+            raise error(f"invalid topology: {problems[0]}{extra}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "edges": [list(edge) for edge in self.edges],
+            "dp_devices": sorted(self.dp_devices, key=_sort_key),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Topology:
+        if not isinstance(data, Mapping) or "edges" not in data:
+            raise NetworkFileError(
+                "a topology must be a JSON object with 'edges' (list of [u, v]) and 'dp_devices'"
+            )
+        return cls(
+            (tuple(_hashable(n) for n in edge) for edge in data["edges"]),
+            (_hashable(n) for n in data.get("dp_devices", [])),
+        )
+
+
+def _hashable(value: Any) -> Hashable:
+    """JSON turns tuple node ids into lists; turn them back."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+class Network:
+    """A DeepPrivacy network: social graph, computation and communication times.
+
+    Parameters
+    ----------
+    social : networkx.Graph
+        The social graph G_s; node ids are any hashables.  Its node order,
+        ``list(social)``, is the order of every array.
+    compute_time : mapping or array-like of shape (n,)
+        Computation time r_i of each device in seconds per training round;
+        numbers or device classes ("rpi2", "rpi3", "rpi4").
+    delay : array-like of shape (n, n)
+        Communication time d_ij in seconds per round; symmetric, ``inf`` where
+        the physical network cannot connect the pair.
+    positions : array-like of shape (n, 2), optional
+        Device positions in metres (kept for plots and the file format).
+    topology : Topology, optional
+        A topology stored with the network (the toy example keeps Fig. 2(b)).
+    name : str, optional
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> net = Network(nx.path_graph(3), [10, 10, 10], np.full((3, 3), 5.0))
+    >>> net.link_times[0, 1]
+    15.0
+    """
+
+    def __init__(
+        self,
+        social: nx.Graph,
+        compute_time: Mapping | ArrayLike,
+        delay: ArrayLike,
+        *,
+        positions: ArrayLike | None = None,
+        topology: Topology | None = None,
+        name: str | None = None,
+        physical_model: Mapping[str, Any] | None = None,
+    ):
+        if not isinstance(social, nx.Graph) or social.is_directed() or social.is_multigraph():
+            raise InvalidInputError("social must be an undirected networkx.Graph")
+        if social.number_of_nodes() == 0:
+            raise InvalidInputError("the social graph has no nodes")
+        loops = list(nx.selfloop_edges(social))
+        if loops:
+            raise InvalidInputError(f"the social graph has a self-loop on {loops[0][0]!r}")
+        self.social = social
+        self.nodes: list[Hashable] = list(social)
+        self.index: dict[Hashable, int] = {node: i for i, node in enumerate(self.nodes)}
+        n = len(self.nodes)
+        self.compute_time = physical.compute_seconds(compute_time, self.nodes)
+        self.delay = self._check_delay(delay, n)
+        self.positions = None if positions is None else self._check_positions(positions, n)
+        self.name = name
+        self.physical_model = dict(physical_model) if physical_model else None
+        self.topology = None if topology is None else topology.validate(self)
+
+    @staticmethod
+    def _check_delay(delay: ArrayLike, n: int) -> NDArray[np.float64]:
+        try:
+            matrix = np.array(delay, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidInputError("delay must be a numeric (n, n) array") from None
+        if matrix.shape != (n, n):
+            raise InvalidInputError(f"delay must have shape ({n}, {n}); got {matrix.shape}")
+        if np.isnan(matrix).any():
+            raise InvalidInputError("delay contains NaN; use inf for pairs that cannot connect")
+        if (matrix < 0).any():
+            raise InvalidInputError("delay has negative entries; times must be >= 0")
+        if not np.array_equal(matrix, matrix.T):
+            raise InvalidInputError("delay must be symmetric: d_ij is the time of the link i-j")
+        np.fill_diagonal(matrix, 0.0)
+        matrix.flags.writeable = False
+        return matrix
+
+    @staticmethod
+    def _check_positions(positions: ArrayLike, n: int) -> NDArray[np.float64]:
+        array = np.array(positions, dtype=np.float64)
+        if array.shape != (n, 2) or not np.all(np.isfinite(array)):
+            raise InvalidInputError(f"positions must be a finite ({n}, 2) array; got {array.shape}")
+        array.flags.writeable = False
+        return array
+
+    @classmethod
+    def from_positions(
+        cls,
+        social: nx.Graph,
+        positions: Mapping | ArrayLike,
+        compute_time: Mapping | ArrayLike | str = "rpi3",
+        *,
+        model_size_mb: float = physical.REFERENCE_MODEL_MB,
+        lte: str | Sequence[str] | Mapping = "cat-m1",
+        wifi_range_m: float = physical.WIFI_RANGE_M,
+        max_range_m: float | None = None,
+        name: str | None = None,
+        topology: Topology | None = None,
+    ) -> Network:
+        """Build a network whose delays follow the paper's physical model (Sec. VI-A).
+
+        Pairs closer than ``wifi_range_m`` use Wi-Fi at 72.2 Mb/s; others use
+        LTE-M at the slower end's category (Cat-M1 0.851 Mb/s, Cat-M2 3.404 Mb/s,
+        our reading of Table I; see :mod:`topokit.physical`).
+
+        Parameters
+        ----------
+        positions : mapping node -> (x, y) or array-like of shape (n, 2)
+            Positions in metres.
+        lte : str, sequence or mapping node -> str
+            LTE-M category of every device ("cat-m1" or "cat-m2").
+        """
+        nodes = list(social)
+        if isinstance(positions, Mapping):
+            missing = [node for node in nodes if node not in positions]
+            if missing:
+                raise InvalidInputError(f"positions has no entry for node {missing[0]!r}")
+            positions = [positions[node] for node in nodes]
+        coords = cls._check_positions(positions, len(nodes))
+        categories = [lte[node] for node in nodes] if isinstance(lte, Mapping) else lte
+        delay = physical.pairwise_delays(
+            coords,
+            model_size_mb=model_size_mb,
+            lte=categories,
+            wifi_range_m=wifi_range_m,
+            max_range_m=max_range_m,
+        )
+        model = {
+            "model_size_mb": model_size_mb,
+            "lte": categories if isinstance(categories, str) else list(categories),
+            "wifi_range_m": wifi_range_m,
+            "max_range_m": max_range_m,
+        }
+        return cls(
+            social, compute_time, delay, positions=coords, name=name, topology=topology,
+            physical_model=model,
+        )
+
+    @property
+    def n_devices(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def link_times(self) -> NDArray[np.float64]:
+        """d_ij + max(r_i, r_j) for every pair (the terms of eq. 8)."""
+        r = self.compute_time
+        return self.delay + np.maximum(r[:, None], r[None, :])
+
+    @property
+    def social_adjacency(self) -> NDArray[np.float64]:
+        """0/1 adjacency of G_s in node order."""
+        from ._validation import graph_adjacency
+
+        return graph_adjacency(self.social, self.nodes)
+
+    def require_connected(self) -> Network:
+        """Raise :class:`~topokit.errors.DisconnectedGraphError` if G_s is disconnected."""
+        check_connected(self.social, "the social graph")
+        return self
+
+    def with_topology(self, topology: Topology | None) -> Network:
+        """A copy of this network storing ``topology``."""
+        return Network(
+            self.social, self.compute_time, self.delay, positions=self.positions,
+            topology=topology, name=self.name, physical_model=self.physical_model,
+        )
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        return (
+            f"Network({label}{self.n_devices} devices, {self.social.number_of_edges()} social links)"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Network):
+            return NotImplemented
+        return (
+            self.nodes == other.nodes
+            and set(map(frozenset, self.social.edges)) == set(map(frozenset, other.social.edges))
+            and np.array_equal(self.compute_time, other.compute_time)
+            and np.array_equal(self.delay, other.delay)
+            and _optional_equal(self.positions, other.positions)
+            and self.topology == other.topology
+        )
+
+    __hash__ = None  # mutable graph inside
+
+
+def _optional_equal(a: NDArray | None, b: NDArray | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+
+
+# ---------------------------------------------------------------------------------------------
+# File format
+# ---------------------------------------------------------------------------------------------
+
+def _delay_to_json(delay: NDArray[np.float64]) -> list[list[float | None]]:
+    # JSON has no inf: null marks a pair the physical network cannot connect.
+    return [[None if not np.isfinite(x) else float(x) for x in row] for row in delay]
+
+
+def _delay_from_json(rows: Any, n: int) -> NDArray[np.float64]:
+    try:
+        return np.array(
+            [[np.inf if x is None else float(x) for x in row] for row in rows], dtype=np.float64
+        ).reshape(n, n)
+    except (TypeError, ValueError):
+        raise NetworkFileError(
+            f"graph attribute 'delay' must be an {n} x {n} matrix of seconds (null for no link)"
+        ) from None
+
+
+def network_to_graph(net: Network) -> nx.Graph:
+    """The social graph annotated with everything :func:`save_network` stores."""
+    graph = nx.Graph()
+    graph.graph.update(
+        {
+            "topokit_format": FORMAT_VERSION,
+            "name": net.name,
+            "delay": _delay_to_json(net.delay),
+        }
+    )
+    if net.physical_model is not None:
+        graph.graph["physical_model"] = net.physical_model
+    if net.topology is not None:
+        graph.graph["topology"] = net.topology.to_dict()
+    for i, node in enumerate(net.nodes):
+        attrs = {"compute_time": float(net.compute_time[i])}
+        if net.positions is not None:
+            attrs["x"], attrs["y"] = (float(c) for c in net.positions[i])
+        graph.add_node(node, **attrs)
+    graph.add_edges_from(net.social.edges)
+    return graph
+
+
+def graph_to_network(graph: nx.Graph, *, source: str = "graph") -> Network:
+    """Inverse of :func:`network_to_graph`: read the annotations back."""
+    nodes = list(graph)
+    n = len(nodes)
+    if n == 0:
+        raise NetworkFileError(f"{source}: the social graph has no nodes")
+    missing = [node for node in nodes if "compute_time" not in graph.nodes[node]]
+    if missing:
+        raise NetworkFileError(
+            f"{source}: node {missing[0]!r} has no 'compute_time' attribute "
+            "(seconds per training round, or a device class such as 'rpi3')"
+        )
+    compute = {node: graph.nodes[node]["compute_time"] for node in nodes}
+    has_xy = all("x" in graph.nodes[v] and "y" in graph.nodes[v] for v in nodes)
+    positions = [[float(graph.nodes[v]["x"]), float(graph.nodes[v]["y"])] for v in nodes] if has_xy else None
+    social = nx.Graph()
+    social.add_nodes_from(nodes)
+    social.add_edges_from(graph.edges)
+    meta = graph.graph
+    topology = Topology.from_dict(meta["topology"]) if meta.get("topology") else None
+    model = meta.get("physical_model")
+    if meta.get("delay") is not None:
+        delay = _delay_from_json(meta["delay"], n)
+    elif positions is not None:
+        settings = dict(model or {})
+        delay = physical.pairwise_delays(
+            np.array(positions),
+            model_size_mb=float(settings.get("model_size_mb", physical.REFERENCE_MODEL_MB)),
+            lte=settings.get("lte", "cat-m1"),
+            wifi_range_m=float(settings.get("wifi_range_m", physical.WIFI_RANGE_M)),
+            max_range_m=settings.get("max_range_m"),
+        )
+    else:
+        raise NetworkFileError(
+            f"{source}: no delays: give node attributes 'x', 'y' (metres) or a graph attribute "
+            "'delay' (n x n seconds)"
+        )
+    try:
+        return Network(
+            social, compute, delay, positions=positions, topology=topology,
+            name=meta.get("name"), physical_model=model,
+        )
+    except InvalidInputError as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise NetworkFileError(
+            f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except UnicodeDecodeError:
+        raise NetworkFileError(f"{path}: not a UTF-8 text file") from None
+
+
+def _existing(path: str | Path) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise NetworkFileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise NetworkFileError(f"{path} is a directory; expected a network file (.json or .graphml)")
+    return path
+
+
+def load_network(path: str | Path) -> Network:
+    """Read a network from node-link JSON (``.json``) or GraphML (``.graphml``).
+
+    The JSON is networkx's node-link format (``networkx.node_link_data``) with
+    node attributes ``compute_time`` and optionally ``x``, ``y`` (metres); the
+    graph attribute ``delay`` (an n x n matrix, ``null`` for no link) or, when
+    it is absent, the positions and ``physical_model`` give the delays.  An
+    optional graph attribute ``topology`` stores a topology.  GraphML keeps the
+    structured graph attributes as JSON strings.
+    """
+    path = _existing(path)
+    if path.suffix.lower() == ".graphml":
+        try:
+            graph = nx.read_graphml(path)
+        except Exception as exc:  # networkx raises several parser errors
+            raise NetworkFileError(f"{path}: not a readable GraphML file: {exc}") from None
+        for key in ("delay", "topology", "physical_model"):
+            if isinstance(graph.graph.get(key), str):
+                try:
+                    graph.graph[key] = json.loads(graph.graph[key])
+                except json.JSONDecodeError:
+                    raise NetworkFileError(f"{path}: graph attribute {key!r} is not JSON") from None
+        return graph_to_network(graph, source=str(path))
+    data = _read_json(path)
+    if not isinstance(data, dict) or "nodes" not in data:
+        raise NetworkFileError(
+            f"{path}: expected networkx node-link JSON (an object with 'nodes' and 'edges')"
+        )
+    edges_key = "edges" if "edges" in data else "links"
+    for record in data.get(edges_key, []):
+        record["source"], record["target"] = _hashable(record["source"]), _hashable(record["target"])
+    for record in data["nodes"]:
+        record["id"] = _hashable(record.get("id"))
+    try:
+        graph = nx.node_link_graph(data, edges=edges_key)
+    except (KeyError, TypeError, nx.NetworkXError) as exc:
+        raise NetworkFileError(f"{path}: not valid node-link data: {exc}") from None
+    if graph.is_directed() or graph.is_multigraph():
+        raise NetworkFileError(f"{path}: the social graph must be undirected and simple")
+    return graph_to_network(graph, source=str(path))
+
+
+def save_network(net: Network, path: str | Path) -> Path:
+    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; round-trips exactly."""
+    path = Path(path)
+    graph = network_to_graph(net)
+    if path.suffix.lower() == ".graphml":
+        for key in ("delay", "topology", "physical_model"):
+            if key in graph.graph:
+                graph.graph[key] = json.dumps(graph.graph[key])
+        graph.graph = {k: v for k, v in graph.graph.items() if v is not None}
+        text = "\n".join(nx.generate_graphml(graph))
+        return atomic_write_text(path, text + "\n")
+    data = nx.node_link_data(graph, edges="edges")
+    return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read a topology: a JSON object ``{"edges": [[u, v], ...], "dp_devices": [...]}``.
+
+    A design file written by ``topokit design -o`` (with a ``"topology"`` key)
+    is accepted too.
+    """
+    path = _existing(path)
+    data = _read_json(path)
+    if isinstance(data, dict) and "topology" in data and "edges" not in data:
+        data = data["topology"]
+    return Topology.from_dict(data)
+
+
+def save_topology(topology: Topology, path: str | Path) -> Path:
+    """Write ``topology`` atomically as JSON."""
+    return atomic_write_text(path, json.dumps(topology.to_dict(), indent=1) + "\n")

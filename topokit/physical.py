@@ -1,0 +1,145 @@
+"""The physical model of DeepPrivacy's simulations (Ching et al., Sec. VI-A).
+
+Devices closer than ``wifi_range_m`` (100 m) talk over Wi-Fi 802.11n at its
+peak rate of 72.2 Mb/s; farther pairs use LTE-M.  The paper gives LTE-M only as
+the bottlenecks of its two example networks (Table I: 37.6 s and 9.4 s per
+round, "derived from different LTE-M releases").  topokit reads them as a 4 MB
+model sent over Cat-M1 and Cat-M2 respectively, i.e. 0.851 and 3.404 Mb/s:
+**this reading is our assumption**, not a statement of the paper.  Each device
+has an LTE-M category and a pair uses the slower of its two ends.
+
+Computation times per training round follow the paper's Raspberry Pi classes:
+RPi2 770 s, RPi3 312 s, RPi4 114 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.distance import pdist, squareform
+
+from .errors import InvalidInputError
+
+__all__ = [
+    "WIFI_RATE_MBPS",
+    "WIFI_RANGE_M",
+    "REFERENCE_MODEL_MB",
+    "LTE_ROUND_SECONDS",
+    "LTE_RATE_MBPS",
+    "DEVICE_COMPUTE_SECONDS",
+    "transfer_seconds",
+    "pairwise_delays",
+    "compute_seconds",
+]
+
+WIFI_RATE_MBPS = 72.2
+WIFI_RANGE_M = 100.0
+REFERENCE_MODEL_MB = 4.0
+#: Table I bottlenecks for a 4 MB model, read as Cat-M1 / Cat-M2 (our assumption).
+LTE_ROUND_SECONDS = {"cat-m1": 37.6, "cat-m2": 9.4}
+LTE_RATE_MBPS = {
+    category: REFERENCE_MODEL_MB * 8.0 / seconds for category, seconds in LTE_ROUND_SECONDS.items()
+}
+DEVICE_COMPUTE_SECONDS = {"rpi2": 770.0, "rpi3": 312.0, "rpi4": 114.0}
+
+
+def transfer_seconds(model_size_mb: float, rate_mbps: float) -> float:
+    """Seconds to send a model of ``model_size_mb`` megabytes at ``rate_mbps`` megabits/s."""
+    return model_size_mb * 8.0 / rate_mbps
+
+
+def _lte_rates(lte: str | Sequence[str], n: int) -> NDArray[np.float64]:
+    categories = [lte] * n if isinstance(lte, str) else list(lte)
+    if len(categories) != n:
+        raise InvalidInputError(f"lte must name one category per device ({n}); got {len(categories)}")
+    unknown = sorted({c for c in categories if c not in LTE_RATE_MBPS})
+    if unknown:
+        raise InvalidInputError(
+            f"unknown LTE-M category {unknown[0]!r}; expected one of {sorted(LTE_RATE_MBPS)}"
+        )
+    return np.array([LTE_RATE_MBPS[c] for c in categories])
+
+
+def pairwise_delays(
+    positions: NDArray[np.float64],
+    *,
+    model_size_mb: float = REFERENCE_MODEL_MB,
+    lte: str | Sequence[str] = "cat-m1",
+    wifi_range_m: float = WIFI_RANGE_M,
+    max_range_m: float | None = None,
+) -> NDArray[np.float64]:
+    """Communication time d_ij (seconds per round) of every pair from positions in metres.
+
+    Parameters
+    ----------
+    positions : ndarray of shape (n, 2)
+        Device positions in metres.
+    model_size_mb : float
+        Size of the exchanged model in megabytes (the paper's 4 MB).
+    lte : str or sequence of str
+        LTE-M category ("cat-m1" or "cat-m2") of all devices or of each device;
+        a pair uses the slower end.
+    wifi_range_m : float
+        Pairs closer than this use Wi-Fi at 72.2 Mb/s.
+    max_range_m : float, optional
+        Pairs farther apart cannot communicate (``inf``); default: no limit.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        Symmetric, zero diagonal, ``inf`` for unreachable pairs.
+    """
+    n = positions.shape[0]
+    distance = squareform(pdist(positions)) if n > 1 else np.zeros((n, n))
+    rates = _lte_rates(lte, n)
+    pair_rate = np.minimum(rates[:, None], rates[None, :])
+    delay = model_size_mb * 8.0 / pair_rate
+    delay = np.where(distance < wifi_range_m, transfer_seconds(model_size_mb, WIFI_RATE_MBPS), delay)
+    if max_range_m is not None:
+        delay = np.where(distance > max_range_m, np.inf, delay)
+    np.fill_diagonal(delay, 0.0)
+    return delay
+
+
+def compute_seconds(values: Sequence | Mapping, nodes: list) -> NDArray[np.float64]:
+    """Per-device computation times in node order; accepts numbers or class names ("rpi3")."""
+    if isinstance(values, Mapping):
+        missing = [node for node in nodes if node not in values]
+        if missing:
+            raise InvalidInputError(
+                f"compute_time has no entry for node {missing[0]!r} ({len(missing)} missing)"
+            )
+        raw = [values[node] for node in nodes]
+    elif isinstance(values, str):
+        raw = [values] * len(nodes)
+    else:
+        raw = list(np.atleast_1d(np.asarray(values, dtype=object)))
+        if len(raw) == 1 and len(nodes) > 1:
+            raw = raw * len(nodes)
+    if len(raw) != len(nodes):
+        raise InvalidInputError(
+            f"compute_time must have one value per node ({len(nodes)}); got {len(raw)}"
+        )
+    seconds = []
+    for node, value in zip(nodes, raw):
+        if isinstance(value, str):
+            key = value.lower().replace(" ", "").replace("-", "")
+            if key not in DEVICE_COMPUTE_SECONDS:
+                raise InvalidInputError(
+                    f"unknown device class {value!r} for node {node!r}; expected a number of "
+                    f"seconds or one of {sorted(DEVICE_COMPUTE_SECONDS)}"
+                )
+            seconds.append(DEVICE_COMPUTE_SECONDS[key])
+        else:
+            try:
+                seconds.append(float(value))
+            except (TypeError, ValueError):
+                raise InvalidInputError(
+                    f"compute_time of node {node!r} must be a number; got {value!r}"
+                ) from None
+    array = np.array(seconds, dtype=np.float64)
+    if not np.all(np.isfinite(array)) or (array < 0).any():
+        raise InvalidInputError("compute_time must be finite and >= 0 for every device")
+    return array

@@ -1,0 +1,171 @@
+"""Predicting the global iterate (DeepPrivacy Sec. V-A, eq. 15).
+
+The paper regresses the number of rounds G to a target accuracy on the
+topology's hitting time H and DP ratio phi (and mentions the cumulative noise
+variance U):
+
+.. math:: G'(G_c) = 0.3165\\,\\mathcal{H} + 121.6365\\,\\varphi + 18.6251 \\quad (15)
+
+Eq. (15) was fitted on CIFAR10-CNN runs to about 68-70 % accuracy; on other
+data and models its absolute values mean little and its ranking of topologies
+is what to judge.  :class:`GlobalIteratePredictor` is a scikit-learn regressor
+that uses eq. (15) until it is fitted on measured runs, and persists as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import LinearRegression
+from sklearn.utils.validation import check_array, validate_data
+
+from ._io import atomic_write_text
+from .errors import InvalidInputError, NetworkFileError, NetworkFileNotFoundError
+
+__all__ = ["GlobalIteratePredictor", "PAPER_COEFFICIENTS", "PAPER_INTERCEPT", "FEATURES"]
+
+#: Eq. (15): coefficients of H and phi, and the intercept.
+PAPER_COEFFICIENTS = {"hitting_time": 0.3165, "phi": 121.6365}
+PAPER_INTERCEPT = 18.6251
+FEATURES = ("hitting_time", "phi", "noise_variance")
+
+
+class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
+    """Linear model of the global iterate on (H, phi[, U]); eq. (15) until fitted.
+
+    Parameters
+    ----------
+    use_noise_variance : bool, default=False
+        Add the cumulative noise variance U as a third feature (the paper's
+        Corollary 1).  Eq. (15) has no coefficient for U, so such a predictor
+        must be fitted before it predicts.
+    fit_intercept : bool, default=True
+    positive : bool, default=False
+        Constrain coefficients to be >= 0 (more rounds for a larger H or phi).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Fitted coefficients, in the order (H, phi[, U]).
+    intercept_ : float
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> predictor = GlobalIteratePredictor()
+    >>> round(float(predictor.predict([[26.0, 0.5]])[0]), 3)   # Example 3 of the paper
+    87.672
+    """
+
+    def __init__(self, *, use_noise_variance: bool = False, fit_intercept: bool = True,
+                 positive: bool = False):
+        self.use_noise_variance = use_noise_variance
+        self.fit_intercept = fit_intercept
+        self.positive = positive
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return FEATURES[:3] if self.use_noise_variance else FEATURES[:2]
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "coef_")
+
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None):
+        """Fit on measured runs: X of shape (n_samples, 2 or 3) = (H, phi[, U]), y = rounds."""
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        self._check_width(X.shape[1])
+        model = LinearRegression(fit_intercept=self.fit_intercept, positive=self.positive)
+        model.fit(X, y, sample_weight=sample_weight)
+        self.coef_ = np.asarray(model.coef_, dtype=np.float64)
+        self.intercept_ = float(model.intercept_)
+        return self
+
+    def _check_width(self, width: int) -> None:
+        expected = len(self.feature_names)
+        if width != expected:
+            raise InvalidInputError(
+                f"expected {expected} features {self.feature_names}; got {width}"
+            )
+
+    def _coefficients(self) -> tuple[NDArray[np.float64], float]:
+        if self.is_fitted:
+            return self.coef_, self.intercept_
+        if self.use_noise_variance:
+            from .errors import NotFittedError
+
+            raise NotFittedError(
+                "eq. (15) has no coefficient for the noise variance U: fit this predictor "
+                "on measured runs (topokit calibrate) before predicting"
+            )
+        return np.array([PAPER_COEFFICIENTS["hitting_time"], PAPER_COEFFICIENTS["phi"]]), PAPER_INTERCEPT
+
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Predicted global iterate G' for rows (H, phi[, U])."""
+        if self.is_fitted:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+        else:
+            X = check_array(X, dtype=np.float64)
+            self._check_width(X.shape[1])
+        coef, intercept = self._coefficients()
+        return X @ coef + intercept
+
+    def predict_one(self, hitting_time: float, phi: float, noise_variance: float | None = None) -> float:
+        """G' of one topology; ``inf`` when H is infinite (a disconnected topology)."""
+        if not np.isfinite(hitting_time):
+            return float("inf")
+        row = [hitting_time, phi] + ([noise_variance or 0.0] if self.use_noise_variance else [])
+        return float(self.predict(np.array([row]))[0])
+
+    # -- persistence (JSON, never pickle) ---------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        coef, intercept = self._coefficients()
+        return {
+            "kind": "topokit.GlobalIteratePredictor",
+            "version": 1,
+            "params": self.get_params(),
+            "features": list(self.feature_names),
+            "coef": [float(c) for c in coef],
+            "intercept": float(intercept),
+            "fitted": self.is_fitted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GlobalIteratePredictor:
+        if not isinstance(data, dict) or data.get("kind") != "topokit.GlobalIteratePredictor":
+            raise NetworkFileError(
+                "not a topokit predictor: expected a JSON object with kind "
+                "'topokit.GlobalIteratePredictor' (written by topokit calibrate)"
+            )
+        predictor = cls(**data.get("params", {}))
+        if data.get("fitted"):
+            coef = np.asarray(data["coef"], dtype=np.float64)
+            predictor._check_width(coef.size)
+            if not np.all(np.isfinite(coef)) or not np.isfinite(data["intercept"]):
+                raise NetworkFileError("predictor coefficients must be finite numbers")
+            predictor.coef_ = coef
+            predictor.intercept_ = float(data["intercept"])
+            predictor.n_features_in_ = coef.size
+        return predictor
+
+    def save(self, path: str | Path) -> Path:
+        """Write the predictor as JSON (atomically)."""
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> GlobalIteratePredictor:
+        """Read a predictor written by :meth:`save`."""
+        path = Path(path)
+        if not path.exists():
+            raise NetworkFileNotFoundError(f"no such predictor file: {path}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise NetworkFileError(f"{path}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+        return cls.from_dict(data)
