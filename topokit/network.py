@@ -495,6 +495,9 @@ def load_network(path: str | Path) -> Network:
             f"{path}: expected networkx node-link JSON (an object with 'nodes' and 'edges')"
         )
     edges_key = "edges" if "edges" in data else "links"
+    # networkx would read a file without these keys as a multigraph.
+    data.setdefault("directed", False)
+    data.setdefault("multigraph", False)
     for record in data.get(edges_key, []):
         record["source"], record["target"] = _hashable(record["source"]), _hashable(record["target"])
     for record in data["nodes"]:

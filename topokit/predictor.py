@@ -107,11 +107,11 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predicted global iterate G' for rows (H, phi[, U])."""
+        self._check_width(check_array(X, dtype=np.float64).shape[1])
         if self.is_fitted:
             X = validate_data(self, X, reset=False, dtype=np.float64)
         else:
             X = check_array(X, dtype=np.float64)
-            self._check_width(X.shape[1])
         coef, intercept = self._coefficients()
         return X @ coef + intercept
 

@@ -1,0 +1,257 @@
+"""Batch analysis: metrics of many networks or random topologies -> one Parquet table.
+
+Work is cut into chunks whose results are written as Parquet part files next to
+the output (``OUTPUT.parts/``), each atomically.  An interrupted run resumes
+by skipping finished chunks; the final table replaces the output atomically
+and the part files are removed.  Chunks run in parallel with joblib, locally
+(``n_jobs``) or on a Dask cluster (``scheduler``: joblib's Dask backend).
+
+Every item of a random ensemble draws from its own generator,
+``numpy.random.default_rng([seed, index])``, so results do not depend on chunk
+size, worker count or resumption.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_path, atomic_write_text
+from .errors import InvalidInputError, NetworkFileNotFoundError, TopokitError
+from .kernels import lazy_metropolis, max_hitting_time, spectral_gap
+
+__all__ = ["RandomEnsemble", "batch_analyze", "random_connected_adjacency", "parse_ensemble"]
+
+Progress = Callable[[int, int], None]
+NETWORK_SUFFIXES = (".json", ".graphml")
+
+
+@dataclass(frozen=True)
+class RandomEnsemble:
+    """``count`` random connected graphs with ``n`` nodes and ``m`` links (G(n, m), rejection).
+
+    The ensemble of the paper's Fig. 3 is ``RandomEnsemble(n=16, m=32, count=10_000)``.
+    """
+
+    n: int
+    m: int
+    count: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 2:
+            raise InvalidInputError(f"n must be >= 2; got {self.n}")
+        if not self.n - 1 <= self.m <= self.n * (self.n - 1) // 2:
+            raise InvalidInputError(
+                f"a connected simple graph on n={self.n} nodes has between {self.n - 1} and "
+                f"{self.n * (self.n - 1) // 2} links; got m={self.m}"
+            )
+        if self.count < 1:
+            raise InvalidInputError(f"count must be >= 1; got {self.count}")
+        if self.seed < 0:
+            raise InvalidInputError(f"seed must be >= 0; got {self.seed}")
+
+
+def parse_ensemble(spec: str) -> RandomEnsemble:
+    """Parse ``"n=16,m=32,count=10000,seed=0"`` into a :class:`RandomEnsemble`."""
+    fields = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        match = re.fullmatch(r"(n|m|count|seed)=(\d+)", part)
+        if not match:
+            raise InvalidInputError(
+                f"cannot read {part!r} in the ensemble spec {spec!r}; "
+                "expected e.g. n=16,m=32,count=10000,seed=0"
+            )
+        fields[match[1]] = int(match[2])
+    missing = [key for key in ("n", "m", "count") if key not in fields]
+    if missing:
+        raise InvalidInputError(f"the ensemble spec {spec!r} lacks {', '.join(missing)}")
+    return RandomEnsemble(**fields)
+
+
+def random_connected_adjacency(n: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Adjacency of a uniform random connected graph with n nodes and m links (rejection)."""
+    rows, cols = np.triu_indices(n, 1)
+    while True:
+        chosen = rng.choice(rows.size, size=m, replace=False)
+        adjacency = np.zeros((n, n))
+        adjacency[rows[chosen], cols[chosen]] = 1.0
+        adjacency += adjacency.T
+        if _connected(adjacency):
+            return adjacency
+
+
+def _connected(adjacency: np.ndarray) -> bool:
+    reached = np.zeros(adjacency.shape[0], dtype=bool)
+    reached[0] = True
+    frontier = reached.copy()
+    while frontier.any():
+        frontier = (adjacency[frontier].sum(axis=0) > 0) & ~reached
+        reached |= frontier
+    return bool(reached.all())
+
+
+def _ensemble_chunk(ensemble: RandomEnsemble, start: int, stop: int) -> pd.DataFrame:
+    indices = np.arange(start, stop)
+    adjacency = np.stack(
+        [
+            random_connected_adjacency(ensemble.n, ensemble.m, np.random.default_rng([ensemble.seed, i]))
+            for i in indices
+        ]
+    )
+    transitions = lazy_metropolis(adjacency)
+    degrees = adjacency.sum(axis=2)
+    mean_degree = 2.0 * ensemble.m / ensemble.n
+    return pd.DataFrame(
+        {
+            "index": indices,
+            "n_devices": ensemble.n,
+            "n_links": ensemble.m,
+            "degree_deviation": np.abs(degrees - mean_degree).mean(axis=1),
+            "hitting_time": max_hitting_time(transitions),
+            "spectral_gap": spectral_gap(transitions),
+        }
+    )
+
+
+def _file_rows(paths: Sequence[str]) -> pd.DataFrame:
+    from .metrics import evaluate
+    from .network import load_network
+
+    rows = []
+    for path in paths:
+        row: dict[str, Any] = {"file": Path(path).name}
+        try:
+            net = load_network(path)
+            row.update(evaluate(net, net.topology).to_dict())
+            row["topology"] = "stored" if net.topology is not None else "social"
+            row["error"] = None
+        except TopokitError as exc:
+            # One bad file must not sink a long batch: record why and go on.
+            row["error"] = str(exc)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _chunks(total: int, chunk_size: int) -> list[tuple[int, int]]:
+    return [(start, min(start + chunk_size, total)) for start in range(0, total, chunk_size)]
+
+
+def _run_chunk(task: Callable[[], pd.DataFrame], part: Path) -> Path:
+    frame = task()
+    with atomic_path(part) as tmp:
+        frame.to_parquet(tmp, index=False)
+    return part
+
+
+def _manifest(parts_dir: Path, description: dict[str, Any]) -> None:
+    manifest = parts_dir / "manifest.json"
+    if manifest.exists():
+        previous = json.loads(manifest.read_text())
+        if previous != description:
+            raise InvalidInputError(
+                f"{parts_dir} holds an interrupted run of a different job ({previous}); "
+                "delete it or choose another output path"
+            )
+    else:
+        atomic_write_text(manifest, json.dumps(description))
+
+
+def batch_analyze(
+    source: str | Path | RandomEnsemble,
+    output: str | Path,
+    *,
+    n_jobs: int = 1,
+    scheduler: str | None = None,
+    chunk_size: int = 500,
+    resume: bool = True,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Compute metrics for many graphs and write them to a Parquet table.
+
+    Parameters
+    ----------
+    source : path to a directory, or RandomEnsemble
+        A directory of network files (``.json``/``.graphml``; one row per file
+        with the metrics of its stored topology, or of its social graph), or a
+        random ensemble (one row per graph: degree deviation, H, gap).
+    output : path
+        The Parquet file to write.
+    n_jobs : int
+        joblib workers (-1: all cores).
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``); the chunks then run
+        on that cluster through joblib's Dask backend.
+    chunk_size : int
+        Items per chunk (the unit of resumption).
+    resume : bool
+        Reuse finished chunks of an interrupted run of the same job.
+    progress : callable, optional
+        Called as ``progress(done_chunks, total_chunks)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table written to ``output``.
+    """
+    output = Path(output)
+    if chunk_size < 1:
+        raise InvalidInputError(f"chunk_size must be >= 1; got {chunk_size}")
+    if isinstance(source, RandomEnsemble):
+        description = {"kind": "random", **asdict(source)}
+        spans = _chunks(source.count, chunk_size)
+        tasks = [lambda a=a, b=b: _ensemble_chunk(source, a, b) for a, b in spans]
+    else:
+        folder = Path(source)
+        if not folder.exists():
+            raise NetworkFileNotFoundError(f"no such directory: {folder}")
+        if not folder.is_dir():
+            raise InvalidInputError(f"{folder} is not a directory of network files")
+        files = sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in NETWORK_SUFFIXES)
+        if not files:
+            raise InvalidInputError(f"{folder} holds no network files (.json or .graphml)")
+        description = {"kind": "files", "files": files}
+        spans = _chunks(len(files), chunk_size)
+        tasks = [lambda a=a, b=b: _file_rows(files[a:b]) for a, b in spans]
+    description["chunk_size"] = chunk_size
+
+    parts_dir = output.with_name(output.name + ".parts")
+    if parts_dir.exists() and not resume:
+        shutil.rmtree(parts_dir)
+    parts_dir.mkdir(parents=True, exist_ok=True)
+    _manifest(parts_dir, description)
+    parts = [parts_dir / f"part-{k:06d}.parquet" for k in range(len(tasks))]
+    todo = [k for k, part in enumerate(parts) if not part.exists()]
+    done = len(parts) - len(todo)
+    if progress:
+        progress(done, len(parts))
+
+    jobs = (joblib.delayed(_run_chunk)(tasks[k], parts[k]) for k in todo)
+    if scheduler:
+        from dask.distributed import Client
+
+        with Client(scheduler), joblib.parallel_config(backend="dask"):
+            for _ in joblib.Parallel(return_as="generator_unordered")(jobs):
+                done += 1
+                if progress:
+                    progress(done, len(parts))
+    else:
+        for _ in joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs):
+            done += 1
+            if progress:
+                progress(done, len(parts))
+
+    table = pd.concat([pd.read_parquet(part) for part in parts], ignore_index=True)
+    with atomic_path(output) as tmp:
+        table.to_parquet(tmp, index=False)
+    shutil.rmtree(parts_dir)
+    return table

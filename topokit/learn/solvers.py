@@ -1,0 +1,494 @@
+"""Single-graph learning from smooth signals: the log-degree model and its solvers.
+
+The model is eq. (7) of Zhang et al. [1]_ (Kalofolias' model [2]_ in vector form)
+
+.. math::
+
+    \\min_{w \\ge 0}\\; z^\\top w - \\alpha \\mathbf 1^\\top \\log(S w + \\zeta)
+    + 2\\beta \\|w\\|_2^2,
+
+over the ``p = d(d-1)/2`` upper-triangular edge weights ``w`` in
+``numpy.triu_indices(d, 1)`` order, with ``z`` the mean pairwise squared
+differences of the signals and ``S`` the edge-to-degree operator
+(``S w = W 1``).  ``zeta = 0`` is eq. (7); ``zeta > 0`` is the ``g_i`` of eq. (8).
+
+Solvers
+-------
+``"fbf"``
+    Kalofolias' forward-backward-forward primal-dual method [2]_ (Komodakis &
+    Pesquet's scheme) in a Numba kernel: O(p) time and memory per iteration,
+    ``S`` never formed, stops when the relative primal and dual residuals are
+    both below ``tol``.
+``"cvxpy"``
+    :func:`topokit.learn.problems.log_degree_problem` solved by Clarabel.
+
+References
+----------
+.. [1] X. Zhang et al., "Graph Topology Learning Under Privacy Constraints", eqs. (7)-(8).
+.. [2] V. Kalofolias, "How to learn a graph from smooth signals", AISTATS 2016, Alg. 1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import networkx as nx
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_finite_array, check_nonnegative, check_positive
+from ..errors import InvalidInputError
+from . import _kernels
+
+__all__ = [
+    "ConvergenceWarning",
+    "LearnedGraph",
+    "learn_graph",
+    "params_for_degree",
+    "pairwise_sq_distances",
+    "log_degree_objective",
+    "log_degree_gradient",
+    "kkt_residual",
+    "weights_to_graph",
+    "weights_to_adjacency",
+    "check_signals",
+    "DEFAULT_THRESHOLD",
+]
+
+Solver = Literal["auto", "fbf", "cvxpy"]
+SOLVERS = ("auto", "fbf", "cvxpy")
+
+#: Relative threshold of the edge rule: edge k exists if w_k > DEFAULT_THRESHOLD * max(w).
+DEFAULT_THRESHOLD = 1e-3
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative solver stopped at ``max_iter`` before reaching ``tol``."""
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class LearnedGraph:
+    """A graph learned from signals.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (p,)
+        Edge weights in ``numpy.triu_indices(n_nodes, 1)`` order.
+    graph : networkx.Graph
+        Nodes ``0 .. n_nodes-1``; an edge with a ``weight`` attribute for every
+        ``w_k > threshold * max(w)``.
+    objective : float
+        The objective of eq. (7) (with ``zeta``) at ``weights``.
+    converged : bool
+        Whether the solver met its tolerance.
+    n_iter : int
+        Iterations used (0 for cvxpy).
+    solver : str
+    residual : float
+        Final stopping residual (FBF) or KKT residual (cvxpy).
+
+    Unpacks as ``weights, graph = learn_graph(...)``.
+    """
+
+    weights: NDArray[np.float64]
+    graph: nx.Graph = field(repr=False)
+    objective: float
+    converged: bool
+    n_iter: int
+    solver: str
+    residual: float
+    alpha: float
+    beta: float
+    zeta: float = 0.0
+
+    def __iter__(self):
+        yield self.weights
+        yield self.graph
+
+    @property
+    def n_nodes(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def adjacency(self) -> NDArray[np.float64]:
+        """The symmetric weighted adjacency matrix of shape (n_nodes, n_nodes)."""
+        return weights_to_adjacency(self.weights, self.n_nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (weights as a list)."""
+        return {
+            "n_nodes": self.n_nodes,
+            "n_edges": self.graph.number_of_edges(),
+            "weights": self.weights.tolist(),
+            "objective": self.objective,
+            "converged": self.converged,
+            "n_iter": self.n_iter,
+            "solver": self.solver,
+            "residual": self.residual,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "zeta": self.zeta,
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def check_signals(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
+    """Validate signals of shape (n_signals, n_nodes): finite, >= 1 signal, >= 2 nodes."""
+    X = check_finite_array(X, name, ndim=2)
+    n_signals, n_nodes = X.shape
+    if n_nodes < 2:
+        raise InvalidInputError(
+            f"{name} must have shape (n_signals, n_nodes) with n_nodes >= 2; got shape {X.shape}"
+        )
+    if n_signals < 1:
+        raise InvalidInputError(f"{name} must hold at least one signal; got shape {X.shape}")
+    return X
+
+
+def n_nodes_from_edges(p: int) -> int:
+    """d such that d(d-1)/2 = p; raise if p is not triangular."""
+    d = int(round((1 + math.sqrt(1 + 8 * p)) / 2))
+    if d * (d - 1) // 2 != p or d < 2:
+        raise InvalidInputError(f"{p} is not d(d-1)/2 for an integer d >= 2")
+    return d
+
+
+def pairwise_sq_distances(X: NDArray[np.float64], sample_weight=None) -> NDArray[np.float64]:
+    """z = (1/N) sum_n z_n with z_n[k] = (x_{n,i} - x_{n,j})^2 over triu pairs (i, j).
+
+    Computed from the Gram matrix of the row-centred signals (differences do not
+    change when a constant is subtracted from a signal), so O(N d^2) time and
+    O(d^2) memory.  ``sample_weight`` (length N) gives a weighted mean
+    ``(1/N) sum_n s_n z_n`` (used for clipping).
+    """
+    centred = X - X.mean(axis=1, keepdims=True)
+    n = centred.shape[0]
+    if sample_weight is None:
+        gram = centred.T @ centred / n
+    else:
+        gram = (centred * (np.asarray(sample_weight)[:, None] / n)).T @ centred
+    diag = np.diag(gram)
+    i, j = np.triu_indices(X.shape[1], 1)
+    z = diag[i] + diag[j] - 2.0 * gram[i, j]
+    return np.maximum(z, 0.0)
+
+
+def signal_difference_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """||z_n||_2 for every signal n in O(N d) (closed form of sum_{i<j} (x_i - x_j)^4).
+
+    With x centred, sum_{i<j}(x_i - x_j)^4 = d sum x^4 + 3 (sum x^2)^2.
+    """
+    centred = X - X.mean(axis=1, keepdims=True)
+    d = X.shape[1]
+    sq = centred * centred
+    return np.sqrt(d * (sq * sq).sum(axis=1) + 3.0 * sq.sum(axis=1) ** 2)
+
+
+def edge_index(d: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Endpoints (i, j) of every edge, in triu order."""
+    return np.triu_indices(d, 1)
+
+
+def _degrees_numpy(w: NDArray, i: NDArray, j: NDArray, d: int) -> NDArray:
+    return np.bincount(i, weights=w, minlength=d) + np.bincount(j, weights=w, minlength=d)
+
+
+def log_degree_objective(
+    w: NDArray[np.float64], z: NDArray[np.float64], alpha: float, beta: float, zeta: float = 0.0
+) -> float:
+    """z^T w - alpha 1^T log(S w + zeta) + 2 beta ||w||^2 (eq. 7); +inf at a zero degree."""
+    d = n_nodes_from_edges(w.size)
+    deg = _kernels.degrees(np.ascontiguousarray(w, dtype=np.float64), d) + zeta
+    if np.any(deg <= 0):
+        return math.inf
+    return float(z @ w - alpha * np.log(deg).sum() + 2.0 * beta * (w @ w))
+
+
+def log_degree_gradient(
+    w: NDArray[np.float64], z: NDArray[np.float64], alpha: float, beta: float, zeta: float = 0.0
+) -> NDArray[np.float64]:
+    """z - alpha S^T (1 / (S w + zeta)) + 4 beta w (the gradient below eq. (11))."""
+    d = n_nodes_from_edges(w.size)
+    i, j = edge_index(d)
+    inv = 1.0 / (_kernels.degrees(np.ascontiguousarray(w, dtype=np.float64), d) + zeta)
+    return z - alpha * (inv[i] + inv[j]) + 4.0 * beta * w
+
+
+def kkt_residual(
+    w: NDArray[np.float64], z: NDArray[np.float64], alpha: float, beta: float, zeta: float = 0.0
+) -> float:
+    """Natural KKT residual ||w - max(0, w - grad f(w))||_inf of ``min_{w>=0} f``.
+
+    Zero exactly at the solution: grad_k = 0 where w_k > 0 and grad_k >= 0 where
+    w_k = 0.
+    """
+    grad = log_degree_gradient(w, z, alpha, beta, zeta)
+    return float(np.max(np.abs(w - np.maximum(w - grad, 0.0))))
+
+
+def weights_to_adjacency(weights: NDArray[np.float64], n_nodes: int) -> NDArray[np.float64]:
+    """Symmetric (n_nodes, n_nodes) matrix from triu-ordered weights."""
+    adjacency = np.zeros((n_nodes, n_nodes))
+    i, j = edge_index(n_nodes)
+    adjacency[i, j] = weights
+    adjacency[j, i] = weights
+    return adjacency
+
+
+def weights_to_graph(
+    weights: NDArray[np.float64],
+    n_nodes: int,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    nodes: list | None = None,
+) -> nx.Graph:
+    """networkx Graph with a ``weight`` attribute on every edge w_k > threshold * max(w).
+
+    ``nodes`` relabels node ``k`` as ``nodes[k]`` (default ``0 .. n_nodes-1``).
+    """
+    labels = list(range(n_nodes)) if nodes is None else list(nodes)
+    graph = nx.Graph()
+    graph.add_nodes_from(labels)
+    top = float(np.max(weights, initial=0.0))
+    if top <= 0:
+        return graph
+    i, j = edge_index(n_nodes)
+    keep = np.flatnonzero(weights > threshold * top)
+    graph.add_weighted_edges_from(
+        (labels[i[k]], labels[j[k]], float(weights[k])) for k in keep
+    )
+    return graph
+
+
+# --------------------------------------------------------------------------- solvers
+
+
+def _fbf_step(d: int, beta: float) -> float:
+    """Step size 0.9 / mu with mu = 4 beta + ||S||_2 = 4 beta + sqrt(2 (d - 1)) (Kalofolias, Alg. 1)."""
+    return 0.9 / (4.0 * beta + math.sqrt(2.0 * (d - 1)))
+
+
+def _fbf_numba(z, alpha, beta, zeta, tol, max_iter, w0=None):
+    d = n_nodes_from_edges(z.size)
+    w = np.zeros_like(z) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+    v = np.zeros(d)
+    n_iter, r_primal, r_dual = _kernels.fbf_loop(
+        z, w, v, d, alpha, beta, zeta, _fbf_step(d, beta), tol, max_iter
+    )
+    return w, int(n_iter), max(r_primal, r_dual)
+
+
+def _fbf_numpy(z, alpha, beta, zeta, tol, max_iter, w0=None):
+    """Plain-numpy twin of the Numba FBF loop (index arrays and np.bincount); same iterates."""
+    d = n_nodes_from_edges(z.size)
+    i, j = edge_index(d)
+    step = _fbf_step(d, beta)
+    w = np.zeros_like(z) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+    v = np.zeros(d)
+    residual = math.inf
+    n_iter = 0
+    for it in range(max_iter):
+        n_iter = it + 1
+        Y = w - step * (4 * beta * w + v[i] + v[j])
+        P = np.maximum(Y - step * z, 0.0)
+        y = v + step * _degrees_numpy(w, i, j, d)
+        yz = y + step * zeta
+        p_bar = 0.5 * (yz - np.sqrt(yz * yz + 4 * alpha * step))
+        Q = P - step * (4 * beta * P + p_bar[i] + p_bar[j])
+        q = p_bar + step * _degrees_numpy(P, i, j, d)
+        w = w - Y + Q
+        v = v - y + q
+        r_primal = np.linalg.norm(Q - Y) / max(np.linalg.norm(w), 1e-300)
+        r_dual = np.linalg.norm(q - y) / max(np.linalg.norm(v), 1e-300)
+        residual = max(r_primal, r_dual)
+        if r_primal < tol and r_dual < tol:
+            break
+    return w, n_iter, residual
+
+
+def _solve_cvxpy(z, alpha, beta, zeta, cvxpy_solver):
+    from .problems import log_degree_problem, solve_problem
+
+    d = n_nodes_from_edges(z.size)
+    problem, params = log_degree_problem(d, zeta=zeta)
+    params["z"].value = z
+    params["alpha"].value = alpha
+    params["beta"].value = beta
+    solve_problem(problem, solver=cvxpy_solver)
+    w = np.maximum(np.asarray(problem.var_dict["w"].value, dtype=np.float64), 0.0)
+    return w
+
+
+def learn_graph(
+    X: ArrayLike,
+    alpha: float,
+    beta: float,
+    *,
+    solver: Solver = "auto",
+    tol: float = 1e-8,
+    max_iter: int = 100_000,
+    zeta: float = 0.0,
+    threshold: float = DEFAULT_THRESHOLD,
+    w0: ArrayLike | None = None,
+    cvxpy_solver: str = "auto",
+) -> LearnedGraph:
+    """Learn a weighted graph from smooth signals with the log-degree model (eq. 7).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_signals, n_nodes)
+        One signal per row (scikit-learn's orientation); finite.
+    alpha : float
+        Weight of the log-degree barrier (> 0); scales the weights (w*(alpha, beta)
+        = alpha w*(1, alpha beta)).
+    beta : float
+        Weight of 2 ||w||^2 (>= 0); larger beta gives denser graphs.
+    solver : {"auto", "fbf", "cvxpy"}
+        ``"fbf"``: the Numba forward-backward-forward primal-dual method, O(p)
+        per iteration.  ``"cvxpy"``: :func:`~topokit.learn.problems.log_degree_problem`
+        with Clarabel (or SCS for large d).  ``"auto"``: ``"fbf"``.
+    tol : float
+        FBF stops when the relative primal and dual residuals are both < tol.
+    max_iter : int
+        FBF iteration cap; reaching it warns with :class:`ConvergenceWarning`.
+    zeta : float
+        Degree offset of eq. (8): log(S w + zeta). 0 gives eq. (7).
+    threshold : float
+        Relative edge rule for ``.graph``: edge if w_k > threshold * max(w).
+    w0 : array-like of shape (p,), optional
+        Warm start for FBF.
+
+    Returns
+    -------
+    LearnedGraph
+
+    Raises
+    ------
+    InvalidInputError
+        NaN/inf signals, fewer than 2 nodes, a negative ``alpha``/``beta``,
+        an unknown solver.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((50, 6)).cumsum(axis=1)  # smooth along a path
+    >>> weights, graph = learn_graph(X, alpha=1.0, beta=0.1)
+    >>> weights.shape
+    (15,)
+    """
+    X = check_signals(X)
+    alpha = check_positive(alpha, "alpha")
+    beta = check_nonnegative(beta, "beta")
+    zeta = check_nonnegative(zeta, "zeta")
+    tol = check_positive(tol, "tol")
+    if solver not in SOLVERS:
+        raise InvalidInputError(f"solver must be one of {SOLVERS}; got {solver!r}")
+    if int(max_iter) != max_iter or max_iter < 1:
+        raise InvalidInputError(f"max_iter must be a positive integer; got {max_iter}")
+    d = X.shape[1]
+    z = pairwise_sq_distances(X)
+    if w0 is not None:
+        w0 = check_finite_array(w0, "w0", ndim=1)
+        if w0.size != z.size or np.any(w0 < 0):
+            raise InvalidInputError(
+                f"w0 must be a non-negative vector of length {z.size}; got length {w0.size}"
+            )
+    return _learn_from_z(z, d, alpha, beta, zeta, solver, tol, int(max_iter), threshold, w0,
+                         cvxpy_solver)
+
+
+def _learn_from_z(z, d, alpha, beta, zeta, solver, tol, max_iter, threshold, w0=None,
+                  cvxpy_solver="auto") -> LearnedGraph:
+    if solver == "cvxpy":
+        w = _solve_cvxpy(z, alpha, beta, zeta, cvxpy_solver)
+        n_iter, converged = 0, True
+        residual = kkt_residual(w, z, alpha, beta, zeta)
+    else:
+        w, n_iter, residual = _fbf_numba(z, alpha, beta, zeta, tol, max_iter, w0)
+        converged = residual < tol
+        if not converged:
+            warnings.warn(
+                f"FBF stopped after {n_iter} iterations with residual {residual:.2e} > "
+                f"tol={tol:g}; raise max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+    return LearnedGraph(
+        weights=w,
+        graph=weights_to_graph(w, d, threshold=threshold),
+        objective=log_degree_objective(w, z, alpha, beta, zeta),
+        converged=bool(converged),
+        n_iter=int(n_iter),
+        solver="cvxpy" if solver == "cvxpy" else "fbf",
+        residual=float(residual),
+        alpha=alpha,
+        beta=beta,
+        zeta=zeta,
+    )
+
+
+def params_for_degree(
+    X: ArrayLike,
+    degree: float,
+    *,
+    alpha: float = 1.0,
+    threshold: float = DEFAULT_THRESHOLD,
+    rtol: float = 0.02,
+    max_steps: int = 60,
+    tol: float = 1e-6,
+) -> tuple[float, float]:
+    """(alpha, beta) whose learned graph has average degree ``degree``.
+
+    The edge set of eq. (7) depends only on the product alpha * beta
+    (substitute w = alpha u: w*(alpha, beta) = alpha w*(1, alpha beta)), and grows
+    with beta; so alpha is fixed (default 1, as the paper does) and beta is
+    found by bisection on log(beta), each solve warm-started from the last.
+    The average degree is 2 |E| / d with the edge rule of ``threshold``.
+
+    Returns
+    -------
+    (alpha, beta) : tuple of float
+        The beta whose average degree is closest to ``degree`` (within ``rtol``
+        relative when reachable: the degree is piecewise constant in beta).
+
+    Raises
+    ------
+    InvalidInputError
+        ``degree`` outside (0, n_nodes - 1].
+    """
+    X = check_signals(X)
+    d = X.shape[1]
+    degree = check_positive(degree, "degree")
+    alpha = check_positive(alpha, "alpha")
+    if degree > d - 1:
+        raise InvalidInputError(f"degree must be <= n_nodes - 1 = {d - 1}; got {degree}")
+    z = pairwise_sq_distances(X)
+    scale = float(np.mean(z)) or 1.0
+
+    def avg_degree(beta: float) -> float:
+        w, _, _ = _fbf_numba(z, alpha, beta, 0.0, tol, 20_000)
+        top = w.max(initial=0.0)
+        return 2.0 * np.count_nonzero(w > threshold * top) / d if top > 0 else 0.0
+
+    lo, hi = math.log(1e-6 / scale), math.log(1e6 / scale)
+    best = (math.inf, math.exp(0.5 * (lo + hi)))
+    for _ in range(max_steps):
+        mid = 0.5 * (lo + hi)
+        got = avg_degree(math.exp(mid) / alpha)
+        gap = abs(got - degree)
+        if gap < best[0]:
+            best = (gap, math.exp(mid) / alpha)
+        if gap <= rtol * degree or hi - lo < 1e-3:
+            break
+        if got < degree:
+            lo = mid
+        else:
+            hi = mid
+    return alpha, best[1]

@@ -1,0 +1,293 @@
+"""Classifiers on stacked parameters: every device's model in one (n_devices, n_params) array.
+
+A model is a small object that knows its parameter count and works on the
+parameters of all devices at once, so that a D-PSGD round is a few batched
+matrix products and never a Python loop over devices.
+
+The interface (subclass :class:`Model` to plug in your own):
+
+- ``n_params``: length of one device's flat parameter vector.
+- ``init(n_devices, rng)`` -> array of shape (n_devices, n_params).
+- ``scores(params, X)`` -> logits of shape (n_devices, batch, n_classes) for
+  ``X`` of shape (n_devices, batch, n_features), or (batch, n_features) shared
+  by every device (the test set).
+- ``per_example_gradients(params, X, y)`` -> shape (n_devices, batch,
+  n_params): gradient of the cross-entropy loss of every example.
+- ``gradient(params, X, y, weight, max_grad_norm=None)`` -> shape
+  (n_devices, n_params): ``sum_b weight[:, b] * clip(g_b)``, each per-example
+  gradient clipped to l2 norm ``max_grad_norm`` first (no clipping when None).
+  The base class builds it from ``per_example_gradients``; the bundled models
+  override it with the "ghost norm" identity ||x r^T||_F = ||x|| ||r|| so that
+  per-example gradients are never materialised.
+
+``loss`` and ``predict`` are derived from ``scores``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidInputError
+
+__all__ = ["Model", "LogisticRegression", "MLP", "make_model"]
+
+_TINY = 1e-12
+
+
+def _softmax(logits: NDArray) -> NDArray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=-1, keepdims=True)
+    return shifted
+
+
+def _one_hot(y: NDArray, n_classes: int) -> NDArray:
+    out = np.zeros((*y.shape, n_classes))
+    np.put_along_axis(out, y[..., None], 1.0, axis=-1)
+    return out
+
+
+def _clip_factors(sq_norms: NDArray, max_grad_norm: float | None) -> NDArray:
+    """min(1, C / ||g_b||) for every example (1 when C is None)."""
+    if max_grad_norm is None:
+        return np.ones_like(sq_norms)
+    return np.minimum(1.0, max_grad_norm / np.sqrt(np.maximum(sq_norms, _TINY)))
+
+
+class Model:
+    """Base class of a classifier on stacked parameters (see the module docstring).
+
+    Parameters
+    ----------
+    n_features, n_classes : int
+        Input dimension and number of classes.
+    """
+
+    def __init__(self, n_features: int, n_classes: int):
+        if int(n_features) < 1 or int(n_classes) < 2:
+            raise InvalidInputError(
+                f"a model needs n_features >= 1 and n_classes >= 2; got {n_features}, {n_classes}"
+            )
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+
+    @property
+    def n_params(self) -> int:
+        raise NotImplementedError
+
+    def init(self, n_devices: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def scores(self, params: NDArray, X: NDArray) -> NDArray:
+        raise NotImplementedError
+
+    def per_example_gradients(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
+        raise NotImplementedError
+
+    def gradient(
+        self,
+        params: NDArray,
+        X: NDArray,
+        y: NDArray,
+        weight: NDArray,
+        max_grad_norm: float | None = None,
+    ) -> NDArray:
+        """sum_b weight[:, b] * clip(g_b): shape (n_devices, n_params)."""
+        grads = self.per_example_gradients(params, X, y)
+        factors = _clip_factors(np.einsum("nbp,nbp->nb", grads, grads), max_grad_norm)
+        return np.einsum("nb,nbp->np", factors * weight, grads)
+
+    def loss(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
+        """Mean cross-entropy of every device: shape (n_devices,)."""
+        logits = self.scores(params, X)
+        logits = logits - logits.max(axis=-1, keepdims=True)
+        log_norm = np.log(np.exp(logits).sum(axis=-1))
+        y = np.broadcast_to(y, logits.shape[:-1])
+        picked = np.take_along_axis(logits, y[..., None], axis=-1)[..., 0]
+        return (log_norm - picked).mean(axis=-1)
+
+    def predict(self, params: NDArray, X: NDArray) -> NDArray[np.int64]:
+        """Predicted class of every example for every device: shape (n_devices, batch)."""
+        return self.scores(params, X).argmax(axis=-1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_features={self.n_features}, n_classes={self.n_classes})"
+
+
+class LogisticRegression(Model):
+    """Multinomial logistic regression (softmax of an affine map), cross-entropy loss.
+
+    One device's parameters are the (n_features + 1, n_classes) matrix
+    [W; b] flattened row by row.  ``init`` draws N(0, init_scale^2) weights
+    and zero biases (``init_scale=0`` starts every device at zero).
+    """
+
+    def __init__(self, n_features: int, n_classes: int, *, init_scale: float = 0.01):
+        super().__init__(n_features, n_classes)
+        self.init_scale = float(init_scale)
+
+    @property
+    def n_params(self) -> int:
+        return (self.n_features + 1) * self.n_classes
+
+    def _split(self, params: NDArray) -> tuple[NDArray, NDArray]:
+        stacked = params.reshape(params.shape[0], self.n_features + 1, self.n_classes)
+        return stacked[:, :-1, :], stacked[:, -1:, :]
+
+    def init(self, n_devices: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        params = np.zeros((n_devices, self.n_features + 1, self.n_classes))
+        if self.init_scale:
+            params[:, :-1, :] = self.init_scale * rng.standard_normal(
+                (n_devices, self.n_features, self.n_classes)
+            )
+        return params.reshape(n_devices, -1)
+
+    def scores(self, params: NDArray, X: NDArray) -> NDArray:
+        weights, bias = self._split(params)
+        return np.matmul(X, weights) + bias
+
+    def _residual(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
+        residual = _softmax(self.scores(params, X))
+        np.put_along_axis(residual, y[..., None], np.take_along_axis(residual, y[..., None], -1) - 1.0, -1)
+        return residual
+
+    def per_example_gradients(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
+        residual = self._residual(params, X, y)
+        ones = np.ones((*X.shape[:-1], 1))
+        augmented = np.concatenate([X, ones], axis=-1)
+        grads = augmented[..., :, None] * residual[..., None, :]
+        return grads.reshape(*X.shape[:-1], self.n_params)
+
+    def gradient(self, params, X, y, weight, max_grad_norm=None):
+        residual = self._residual(params, X, y)
+        if max_grad_norm is None:
+            factors = weight
+        else:
+            sq_norms = (np.einsum("nbf,nbf->nb", X, X) + 1.0) * np.einsum(
+                "nbk,nbk->nb", residual, residual
+            )
+            factors = _clip_factors(sq_norms, max_grad_norm) * weight
+        scaled = residual * factors[..., None]
+        out = np.empty((params.shape[0], self.n_features + 1, self.n_classes))
+        np.matmul(np.swapaxes(X, -1, -2), scaled, out=out[:, :-1, :])
+        out[:, -1, :] = scaled.sum(axis=1)
+        return out.reshape(params.shape[0], -1)
+
+
+class MLP(Model):
+    """A one-hidden-layer perceptron: softmax(W2 relu(W1 x + b1) + b2), cross-entropy loss.
+
+    One device's parameters are W1 (n_features, hidden), b1, W2 (hidden,
+    n_classes), b2, flattened in that order.  ``init`` is Glorot-uniform for
+    the weights and zero for the biases.
+    """
+
+    def __init__(self, n_features: int, n_classes: int, *, hidden: int = 32):
+        super().__init__(n_features, n_classes)
+        if int(hidden) < 1:
+            raise InvalidInputError(f"hidden must be a positive integer; got {hidden}")
+        self.hidden = int(hidden)
+        f, h, k = self.n_features, self.hidden, self.n_classes
+        sizes = [f * h, h, h * k, k]
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+
+    @property
+    def n_params(self) -> int:
+        return self._offsets[-1]
+
+    def _split(self, params: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+        n = params.shape[0]
+        f, h, k = self.n_features, self.hidden, self.n_classes
+        o = self._offsets
+        return (
+            params[:, o[0]:o[1]].reshape(n, f, h),
+            params[:, o[1]:o[2]].reshape(n, 1, h),
+            params[:, o[2]:o[3]].reshape(n, h, k),
+            params[:, o[3]:o[4]].reshape(n, 1, k),
+        )
+
+    def init(self, n_devices: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        f, h, k = self.n_features, self.hidden, self.n_classes
+        params = np.zeros((n_devices, self.n_params))
+        o = self._offsets
+        limit1, limit2 = math.sqrt(6.0 / (f + h)), math.sqrt(6.0 / (h + k))
+        params[:, o[0]:o[1]] = rng.uniform(-limit1, limit1, (n_devices, f * h))
+        params[:, o[2]:o[3]] = rng.uniform(-limit2, limit2, (n_devices, h * k))
+        return params
+
+    def _forward(self, params, X):
+        w1, b1, w2, b2 = self._split(params)
+        pre = np.matmul(X, w1) + b1
+        hidden = np.maximum(pre, 0.0)
+        return (w1, w2), pre, hidden, np.matmul(hidden, w2) + b2
+
+    def scores(self, params: NDArray, X: NDArray) -> NDArray:
+        return self._forward(params, X)[-1]
+
+    def _backward(self, params, X, y):
+        (_, w2), pre, hidden, logits = self._forward(params, X)
+        out_res = _softmax(logits)
+        np.put_along_axis(out_res, y[..., None], np.take_along_axis(out_res, y[..., None], -1) - 1.0, -1)
+        hid_res = np.matmul(out_res, np.swapaxes(w2, -1, -2)) * (pre > 0)
+        return hidden, hid_res, out_res
+
+    def per_example_gradients(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
+        hidden, hid_res, out_res = self._backward(params, X, y)
+        lead = X.shape[:-1]
+        parts = [
+            (X[..., :, None] * hid_res[..., None, :]).reshape(*lead, -1),
+            hid_res,
+            (hidden[..., :, None] * out_res[..., None, :]).reshape(*lead, -1),
+            out_res,
+        ]
+        return np.concatenate(parts, axis=-1)
+
+    def gradient(self, params, X, y, weight, max_grad_norm=None):
+        hidden, hid_res, out_res = self._backward(params, X, y)
+        if max_grad_norm is None:
+            factors = weight
+        else:
+            sq_norms = (np.einsum("nbf,nbf->nb", X, X) + 1.0) * np.einsum(
+                "nbh,nbh->nb", hid_res, hid_res
+            ) + (np.einsum("nbh,nbh->nb", hidden, hidden) + 1.0) * np.einsum(
+                "nbk,nbk->nb", out_res, out_res
+            )
+            factors = _clip_factors(sq_norms, max_grad_norm) * weight
+        hid_res = hid_res * factors[..., None]
+        out_res = out_res * factors[..., None]
+        n = params.shape[0]
+        o = self._offsets
+        out = np.empty((n, self.n_params))
+        out[:, o[0]:o[1]] = np.matmul(np.swapaxes(X, -1, -2), hid_res).reshape(n, -1)
+        out[:, o[1]:o[2]] = hid_res.sum(axis=1)
+        out[:, o[2]:o[3]] = np.matmul(np.swapaxes(hidden, -1, -2), out_res).reshape(n, -1)
+        out[:, o[3]:o[4]] = out_res.sum(axis=1)
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"MLP(n_features={self.n_features}, n_classes={self.n_classes}, hidden={self.hidden})"
+        )
+
+
+_MODELS = {"logreg": LogisticRegression, "mlp": MLP}
+
+
+def make_model(model: str | Model, n_features: int, n_classes: int) -> Model:
+    """A :class:`Model` from a name ("logreg", "mlp") or a ready instance (checked)."""
+    if isinstance(model, Model):
+        if model.n_features != n_features or model.n_classes < n_classes:
+            raise InvalidInputError(
+                f"the model expects {model.n_features} features and {model.n_classes} classes; "
+                f"the data has {n_features} features and {n_classes} classes"
+            )
+        return model
+    if isinstance(model, str) and model in _MODELS:
+        return _MODELS[model](n_features, n_classes)
+    raise InvalidInputError(
+        f"model must be one of {sorted(_MODELS)} or a topokit.training.Model instance; got {model!r}"
+    )
+
