@@ -182,3 +182,14 @@ def test_lazy_metropolis_rejects_asymmetric_adjacency():
 def test_graph_passed_to_hitting_times_is_explained():
     with pytest.raises(ValueError, match="lazy_metropolis"):
         hitting_times(nx.path_graph(3))
+
+
+def test_large_single_matrix_path_matches_reference():
+    # From 128 nodes on a single matrix goes to LAPACK; it must agree with the definition.
+    graph = nx.connected_watts_strogatz_graph(140, 4, 0.3, seed=3)
+    transition = lazy_metropolis(graph)
+    np.testing.assert_allclose(hitting_times(transition), naive.hitting_times(transition), rtol=1e-8)
+    assert spectral_gap(transition) == pytest.approx(naive.spectral_gap(transition), abs=1e-10)
+    disconnected = nx.disjoint_union(graph, nx.path_graph(3))
+    assert max_hitting_time(lazy_metropolis(disconnected)) == np.inf
+    assert spectral_gap(lazy_metropolis(disconnected)) == 0.0

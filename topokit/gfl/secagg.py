@@ -314,8 +314,8 @@ class SecureAggregate:
 
 
 def _check_sum_fits(vectors: NDArray, frac_bits: int, ring_bits: int) -> None:
-    fixed = np.rint(vectors * float(2**frac_bits))
-    worst = np.abs(fixed.sum(axis=0)).max(initial=0.0)
+    fixed = _to_fixed(vectors, frac_bits, ring_bits)  # each value first
+    worst = np.abs(fixed.astype(np.float64).sum(axis=0)).max(initial=0.0)
     if worst >= float(2 ** (ring_bits - 1)):
         raise EncodingOverflowError(
             f"the sum of the inputs reaches {worst / 2**frac_bits:.6g}, outside the signed range "

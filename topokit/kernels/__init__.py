@@ -27,7 +27,7 @@ from .._validation import (
     graph_adjacency,
 )
 from ..errors import InvalidInputError
-from . import _numba
+from . import _dense, _numba
 
 __all__ = [
     "lazy_metropolis",
@@ -97,6 +97,15 @@ def _transition_stack(transition: Any) -> tuple[NDArray[np.float64], bool]:
     return stack, single
 
 
+def _use_dense(stack: NDArray[np.float64]) -> bool:
+    """One large irreducible matrix: LAPACK's threads beat a single Numba kernel."""
+    return (
+        stack.shape[0] == 1
+        and stack.shape[1] >= _dense.DENSE_THRESHOLD
+        and _dense.strongly_connected(stack[0])
+    )
+
+
 def _raise_on_status(status: NDArray[np.int64]) -> None:
     bad = np.flatnonzero(status == _numba.REDUCIBLE_WITH_TRANSIENT_STATES)
     if bad.size:
@@ -141,6 +150,8 @@ def hitting_times(transition: Any) -> NDArray[np.float64]:
     [[0.0, 4.0, 4.0], [4.0, 0.0, 4.0], [4.0, 4.0, 0.0]]
     """
     stack, single = _transition_stack(transition)
+    if _use_dense(stack):
+        return _dense.hitting_times_dense(stack[0])
     times, status = _numba.hitting_times_stack(stack)
     _raise_on_status(status)
     return times[0] if single else times
@@ -153,6 +164,8 @@ def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
     ``inf`` for a disconnected graph.
     """
     stack, single = _transition_stack(transition)
+    if _use_dense(stack):
+        return float(_dense.hitting_times_dense(stack[0]).max())
     largest, status = _numba.max_hitting_time_stack(stack)
     _raise_on_status(status)
     return float(largest[0]) if single else largest
@@ -171,5 +184,7 @@ def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
     """
     stack, single = _transition_stack(transition)
     check_symmetric(stack, "A")
+    if _use_dense(stack):
+        return _dense.spectral_gap_dense(stack[0])
     gaps = _numba.spectral_gap_stack(stack)
     return float(gaps[0]) if single else gaps

@@ -17,6 +17,8 @@ The interface (subclass :class:`Model` to plug in your own):
   (n_devices, n_params): ``sum_b weight[:, b] * clip(g_b)``, each per-example
   gradient clipped to l2 norm ``max_grad_norm`` first (no clipping when None).
   The base class builds it from ``per_example_gradients``; the bundled models
+  ``max_grad_norm`` may also be an array of shape (n_devices,), ``inf`` for
+  devices that do not clip.  The bundled models
   override it with the "ghost norm" identity ||x r^T||_F = ||x|| ||r|| so that
   per-example gradients are never materialised.
 
@@ -50,11 +52,18 @@ def _one_hot(y: NDArray, n_classes: int) -> NDArray:
     return out
 
 
-def _clip_factors(sq_norms: NDArray, max_grad_norm: float | None) -> NDArray:
-    """min(1, C / ||g_b||) for every example (1 when C is None)."""
+def _clip_factors(sq_norms: NDArray, max_grad_norm: float | NDArray | None) -> NDArray:
+    """min(1, C / ||g_b||) for every example (1 when C is None).
+
+    ``max_grad_norm`` is a number or one norm per device, shape (n_devices,)
+    (``inf`` for a device that does not clip).
+    """
     if max_grad_norm is None:
         return np.ones_like(sq_norms)
-    return np.minimum(1.0, max_grad_norm / np.sqrt(np.maximum(sq_norms, _TINY)))
+    bound = np.asarray(max_grad_norm, dtype=np.float64)
+    if bound.ndim == 1:
+        bound = bound[:, None]
+    return np.minimum(1.0, bound / np.sqrt(np.maximum(sq_norms, _TINY)))
 
 
 class Model:

@@ -1,0 +1,128 @@
+"""Tests of topokit.gfl.secagg: exact cancellation, uniformity, fresh masks, loud failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from topokit import gfl
+from topokit.errors import EncodingOverflowError, InvalidInputError, MissingShareError
+from topokit.gfl.secagg import SecAggClient, SecAggServer
+
+
+@pytest.mark.parametrize("ring_bits,frac_bits", [(32, 16), (64, 24), (20, 8)])
+def test_aggregate_equals_plain_sum_of_encodings_bit_for_bit(ring_bits, frac_bits):
+    rng = np.random.default_rng(ring_bits)
+    x = rng.normal(scale=3.0, size=(7, 50))
+    agg = gfl.secure_aggregate(x, round_index=3, frac_bits=frac_bits, ring_bits=ring_bits, seed=1)
+    encoded = gfl.encode(x, frac_bits=frac_bits, ring_bits=ring_bits)
+    modulus = 1 << ring_bits
+    plain = [sum(int(v) for v in column) % modulus for column in encoded.T]  # exact Python ints
+    assert [int(v) for v in agg.encoded_total] == plain
+    # masked vectors differ from the encodings, the decoded total is the sum to rounding
+    assert np.all(agg.masked != encoded)
+    np.testing.assert_allclose(agg.total, x.sum(axis=0), atol=x.shape[0] * 2.0**-frac_bits)
+    assert agg.masked.dtype == np.uint64 and agg.masked.shape == (7, 50)
+    assert int(agg.masked.max()) < modulus
+
+
+def test_encode_decode_roundtrip_including_negatives():
+    x = np.array([0.0, 1.25, -1.25, -0.0009, 1000.5])
+    np.testing.assert_allclose(gfl.decode(gfl.encode(x, frac_bits=10), frac_bits=10), x,
+                               atol=2.0**-11)
+
+
+def test_single_masked_vector_is_uniform_over_ring():
+    ring_bits, dim, bins = 32, 20000, 64
+    x = np.full((5, dim), 0.125)  # a constant input: any structure would show
+    masked = gfl.secure_aggregate(x, ring_bits=ring_bits, seed=2024).masked[0]
+    counts = np.bincount((masked >> np.uint64(ring_bits - 6)).astype(np.int64), minlength=bins)
+    assert stats.chisquare(counts).pvalue > 1e-3
+    low = np.bincount((masked & np.uint64(bins - 1)).astype(np.int64), minlength=bins)
+    assert stats.chisquare(low).pvalue > 1e-3
+    # the unmasked encoding is a single ring element: maximally non-uniform
+    assert len(np.unique(gfl.encode(x[0]))) == 1
+
+
+def test_masks_differ_between_rounds_and_are_deterministic_with_seed():
+    x = np.random.default_rng(0).normal(size=(4, 256))
+    r0 = gfl.secure_aggregate(x, round_index=0, seed=5)
+    r0_again = gfl.secure_aggregate(x, round_index=0, seed=5)
+    r1 = gfl.secure_aggregate(x, round_index=1, seed=5)  # same keys, next round
+    np.testing.assert_array_equal(r0.masked, r0_again.masked)
+    assert np.mean(r0.masked == r1.masked) < 0.01
+    # reusing a mask would reveal input differences: masked0 - masked1 must not equal x0 - x1
+    diff_masked = (r0.masked[0] - r1.masked[0]) & np.uint64(2**32 - 1)
+    assert np.mean(diff_masked == 0) < 0.01
+    np.testing.assert_array_equal(r0.encoded_total, r1.encoded_total)
+
+
+def _round(n: int, round_index: int = 0):
+    rng = np.random.default_rng(9)
+    clients = [SecAggClient(u, round_index, rng) for u in range(n)]
+    keys = {c.client_id: c.public_key for c in clients}
+    x = rng.normal(size=(n, 16))
+    return clients, keys, x
+
+
+def test_missing_masked_vector_fails_loudly():
+    clients, keys, x = _round(4)
+    ids = [c.client_id for c in clients]
+    messages = {c.client_id: c.mask(x[c.client_id], ids, keys) for c in clients[:-1]}
+    with pytest.raises(MissingShareError, match=r"missing from clients \[3\]"):
+        SecAggServer(ids).aggregate(messages)
+
+
+def test_wrong_public_key_fails_loudly():
+    clients, keys, x = _round(4)
+    ids = [c.client_id for c in clients]
+    intruder = SecAggClient(99, 0, np.random.default_rng(1))
+    tampered = {**keys, 2: intruder.public_key}  # client 0 receives a wrong key for client 2
+    messages = {c.client_id: c.mask(x[c.client_id], ids, keys) for c in clients[1:]}
+    messages[0] = clients[0].mask(x[0], ids, tampered)
+    with pytest.raises(MissingShareError, match="clients 0 and 2"):
+        SecAggServer(ids).aggregate(messages)
+
+
+def test_wrong_round_key_derivation_fails_loudly():
+    clients, keys, x = _round(3)
+    ids = [0, 1, 2]
+    stale = SecAggClient(1, 0, None)
+    stale._key = clients[1]._key  # same key pair, but masks from round 1
+    stale.round_index = 1
+    messages = {0: clients[0].mask(x[0], ids, keys), 1: stale.mask(x[1], ids, keys),
+                2: clients[2].mask(x[2], ids, keys)}
+    with pytest.raises(MissingShareError, match="key confirmation failed"):
+        SecAggServer(ids).aggregate(messages)
+
+
+def test_missing_or_malformed_public_key_fails_loudly():
+    clients, keys, x = _round(3)
+    with pytest.raises(MissingShareError, match="no public key for peer 2"):
+        clients[0].mask(x[0], [0, 1, 2], {1: keys[1]})
+    with pytest.raises(MissingShareError, match="32 raw bytes"):
+        clients[0].mask(x[0], [0, 1, 2], {**keys, 2: b"short"})
+
+
+def test_encoding_overflow_and_input_errors():
+    with pytest.raises(EncodingOverflowError, match="does not fit"):
+        gfl.secure_aggregate([[40000.0], [1.0]], frac_bits=16, ring_bits=32, seed=0)
+    with pytest.raises(EncodingOverflowError, match="sum of the inputs"):
+        gfl.secure_aggregate([[20000.0], [20000.0]], frac_bits=16, ring_bits=32, seed=0)
+    with pytest.raises(InvalidInputError, match="at least 2 clients"):
+        gfl.secure_aggregate([[1.0, 2.0]], seed=0)
+    with pytest.raises(InvalidInputError, match="NaN"):
+        gfl.secure_aggregate([[np.nan], [1.0]], seed=0)
+    with pytest.raises(InvalidInputError, match="ring_bits"):
+        gfl.secure_aggregate([[1.0], [1.0]], ring_bits=80)
+    with pytest.raises(InvalidInputError, match="frac_bits"):
+        gfl.secure_aggregate([[1.0], [1.0]], frac_bits=40, ring_bits=32)
+
+
+def test_to_dict_is_json_ready():
+    import json
+
+    agg = gfl.secure_aggregate([[1.0, 2.0], [3.0, 4.0]], seed=0)
+    data = json.loads(json.dumps(agg.to_dict()))
+    assert data["total"] == [4.0, 6.0] and data["ring_bits"] == 32

@@ -1,0 +1,528 @@
+"""AutoTag: DeepPrivacy's topology design (Ching et al., Sec. V-B and Algorithm 2).
+
+:func:`autotag` builds one candidate topology per DP budget n = 0..|V| in
+three construction phases (CGP, LCP, NEP) and picks, in the fourth (SSP), the
+snapshot with the smallest pseudo training time G' x L over every snapshot of
+every phase and every budget.  :class:`Design` holds the result, the best
+snapshot per budget and, on request, the whole trace.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidInputError
+from .kernels import _incremental
+from .metrics import Metrics, evaluate
+from .network import Network, Topology
+from .predictor import GlobalIteratePredictor
+
+__all__ = ["autotag", "Design", "Candidate", "Trace", "PHASES"]
+
+#: Names of the construction phases, indexed by the phase codes of the trace.
+PHASES = ("CGP", "LCP", "NEP")
+
+#: Relative tolerance under which two scores (SLS, CLS) or two pseudo times tie.
+RTOL = _incremental.RTOL
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The best snapshot of one DP budget n (SSP's G_c^n).
+
+    Attributes
+    ----------
+    n : int
+        The DP budget (at most n devices may be ends of non-social links).
+    topology : Topology
+    metrics : Metrics
+        From :func:`topokit.evaluate`; ``pseudo_time`` is ``inf`` if no
+        snapshot of this budget was connected.
+    phase : str
+        "CGP", "LCP" or "NEP": the phase that added the snapshot's last link.
+    step : int
+        Index of the snapshot in the budget's trajectory (0 = first link).
+    """
+
+    n: int
+    topology: Topology
+    metrics: Metrics
+    phase: str
+    step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "phase": self.phase, "step": self.step,
+                "topology": self.topology.to_dict(), "metrics": self.metrics.to_dict()}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every snapshot of every budget: one row per (budget n, added link).
+
+    Arrays of shape (n_snapshots,): ``n`` (budget), ``phase`` (index into
+    :data:`PHASES`), ``step`` (index within the budget), ``pseudo_time``,
+    ``hitting_time``, ``phi``, ``local_iterate``, ``n_links`` and the added
+    link's ends ``u``, ``v`` (node ids in ``nodes``).
+    """
+
+    nodes: tuple
+    n: NDArray[np.int64]
+    phase: NDArray[np.int64]
+    step: NDArray[np.int64]
+    pseudo_time: NDArray[np.float64]
+    hitting_time: NDArray[np.float64]
+    phi: NDArray[np.float64]
+    local_iterate: NDArray[np.float64]
+    u: NDArray[np.int64]
+    v: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.n.shape[0])
+
+    def to_frame(self):
+        """A pandas DataFrame with one row per snapshot."""
+        import pandas as pd
+
+        nodes = np.empty(len(self.nodes), dtype=object)
+        nodes[:] = list(self.nodes)
+        return pd.DataFrame({
+            "n": self.n,
+            "phase": np.asarray(PHASES, dtype=object)[self.phase],
+            "step": self.step,
+            "n_links": self.step + 1,
+            "u": nodes[self.u],
+            "v": nodes[self.v],
+            "hitting_time": self.hitting_time,
+            "phi": self.phi,
+            "local_iterate": self.local_iterate,
+            "pseudo_time": self.pseudo_time,
+        })
+
+    def to_dict(self) -> dict[str, list]:
+        frame = self.to_frame()
+        return {column: [_json_scalar(x) for x in frame[column]] for column in frame.columns}
+
+
+@dataclass(frozen=True)
+class Design:
+    """What :func:`autotag` (or :func:`topokit.baselines.optimum`) chose.
+
+    Attributes
+    ----------
+    topology : Topology
+        The chosen communication topology G_c with its DP devices (the ends of
+        its non-social links).
+    metrics : Metrics
+        ``evaluate(net, topology, predictor)``.
+    candidates : tuple of Candidate
+        The best snapshot of every budget n = 0..|V| (index = n).
+    n : int
+        The budget whose candidate was chosen.
+    trace : Trace or None
+        Every snapshot, when requested with ``trace=True``.
+    stats : dict
+        Work done: trajectories run, budgets skipped as repeats, Woodbury
+        updates, fresh inverses, seconds.
+    """
+
+    topology: Topology
+    metrics: Metrics
+    candidates: tuple[Candidate, ...]
+    n: int
+    trace: Trace | None = None
+    stats: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: topology, metrics, candidates (and trace columns if recorded)."""
+        data = {
+            "topology": self.topology.to_dict(),
+            "metrics": self.metrics.to_dict(),
+            "n": self.n,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "stats": {k: _json_scalar(v) for k, v in self.stats.items()},
+        }
+        if self.trace is not None:
+            data["trace"] = self.trace.to_dict()
+        return data
+
+    def to_frame(self):
+        """A pandas DataFrame with one row per budget n: the candidate's metrics."""
+        import pandas as pd
+
+        rows = []
+        for c in self.candidates:
+            row = {"n": c.n, "phase": c.phase, "step": c.step, "chosen": c.n == self.n}
+            row.update(c.metrics.to_dict())
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _json_scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The problem as arrays
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Problem:
+    n_dev: int
+    pi: NDArray[np.int64]
+    pj: NDArray[np.int64]
+    social: NDArray[np.bool_]
+    t: NDArray[np.float64]
+    deg_s: NDArray[np.float64]
+
+
+def _problem(net: Network) -> _Problem:
+    """Candidate pairs i < j (node order) with a finite delay, and what the scores need."""
+    V = net.n_devices
+    iu, ju = np.triu_indices(V, k=1)
+    finite = np.isfinite(net.delay[iu, ju])
+    pi = np.ascontiguousarray(iu[finite], dtype=np.int64)
+    pj = np.ascontiguousarray(ju[finite], dtype=np.int64)
+    adjacency = net.social_adjacency > 0
+    return _Problem(
+        n_dev=V,
+        pi=pi,
+        pj=pj,
+        social=np.ascontiguousarray(adjacency[pi, pj]),
+        t=np.ascontiguousarray(net.link_times[pi, pj], dtype=np.float64),
+        deg_s=np.ascontiguousarray(adjacency.sum(axis=1), dtype=np.float64),
+    )
+
+
+def _linear_coefficients(predictor: GlobalIteratePredictor | None) -> tuple[float, float, float]:
+    """(c_H, c_phi, intercept) of the predictor's G' = c_H H + c_phi phi + b."""
+    if predictor is None:
+        predictor = GlobalIteratePredictor()
+    if not isinstance(predictor, GlobalIteratePredictor):
+        raise InvalidInputError(
+            "predictor must be a topokit.GlobalIteratePredictor (a linear model of H and phi); "
+            f"got {type(predictor).__name__}"
+        )
+    data = predictor.to_dict()  # raises NotFittedError for an unfitted U-predictor
+    # A U-predictor is evaluated at U = 0, as evaluate() does without noise_variance.
+    return float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"])
+
+
+def _check_n_jobs(n_jobs: Any) -> int:
+    import os
+
+    if not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
+        raise InvalidInputError(f"n_jobs must be a non-zero integer (-1 = all cores); got {n_jobs!r}")
+    cores = os.cpu_count() or 1
+    return max(1, cores + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
+
+
+# ---------------------------------------------------------------------------------------------
+# AutoTag
+# ---------------------------------------------------------------------------------------------
+
+def autotag(
+    net: Network,
+    predictor: GlobalIteratePredictor | None = None,
+    *,
+    n_jobs: int = 1,
+    progress: Callable[[int, int], Any] | None = None,
+    trace: bool = False,
+    nep_patience: int | None = None,
+) -> Design:
+    """Design a communication topology with AutoTag (DeepPrivacy Algorithm 2).
+
+    For every DP budget n = 0..|V| (at most n devices may add DP noise), AutoTag
+    grows a topology G_c^n link by link in three phases and keeps every
+    intermediate topology (a *snapshot*) as a candidate; SSP returns the
+    connected snapshot with the smallest pseudo training time G'(H, phi) x L.
+
+    Parameters
+    ----------
+    net : Network
+        Its social graph must be connected.
+    predictor : GlobalIteratePredictor, optional
+        Predicts the global iterate G'; defaults to the paper's eq. (15).
+    n_jobs : int, default=1
+        Threads running budgets in parallel (-1: all cores).  The result does
+        not depend on it.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each budget (total = |V| + 1).
+    trace : bool, default=False
+        Keep every snapshot in ``design.trace`` (see :class:`Trace`).
+    nep_patience : int, optional
+        Early stopping for large networks: end NEP after ``nep_patience``
+        consecutive NEP snapshots that do not improve the budget's best pseudo
+        time.  ``None`` (default) runs NEP until no pair is left, as the paper does.
+
+    Returns
+    -------
+    Design
+
+    Raises
+    ------
+    DisconnectedGraphError
+        If the social graph is not connected.
+
+    Notes
+    -----
+    Candidate pairs are the unordered pairs i < j (no self-pairs) with a finite
+    delay.  A pair outside G_s is added only if the DP set N stays within n,
+    ``|N u {i, j}| <= n``; both ends then join N.  Otherwise it is discarded for
+    the rest of the phase.  t_ij = d_ij + max(r_i, r_j).  Per budget:
+
+    - **CGP** picks the pair with the lowest degree sum in G_c^n, then a social
+      pair before a non-social one, then the smaller t_ij.  *Connectivity rule
+      (ours):* CGP runs the paper's loop while |E_c^n| < |V| and candidates
+      remain; if G_c^n is then disconnected it goes on, with the same order,
+      over the candidates that join two different components only, until G_c^n
+      is connected or none is left.  Since G_s is connected and social links are
+      never discarded, CGP ends connected whenever every social link has a
+      finite delay (a G_s that is a tree and n <= 1 make CGP exhaust its list,
+      which the paper's ``while |E_c| < |V|`` never would).
+    - **LCP** starts from every pair not in E_c^n (pairs discarded by CGP come
+      back) and, while |N| < n and pairs remain, adds the pair with the largest
+      SLS (eq. 16).  The stop rule |N| < n is kept literally: at n = 1 it is
+      never met (a non-social link adds two DP devices), so LCP adds every
+      remaining social link, in SLS order, and discards every non-social pair.
+    - **NEP** starts again from every pair not in E_c^n and adds the pair with
+      the largest CLS (eq. 17) until none is left (or ``nep_patience``).  A
+      device with deg_c = 0 (possible only while G_c^n is disconnected; its
+      pairs then have m = inf) counts as degree 1.
+    - Hitting times are those of the current G_c^n, refreshed after every added
+      link; N and E_c^n carry over from phase to phase.
+    - **SSP** considers every snapshot of every phase and budget; disconnected
+      snapshots (H = inf) are never chosen.  phi = |N| / |V|, N the ends of the
+      non-social links in the snapshot.
+
+    *Ties:* scores (and pseudo times) within a relative 1e-9 of the best are
+    ties; the pair earliest in node order (``net.nodes``; smallest i, then j)
+    wins, and SSP takes the earliest snapshot of the smallest budget.
+
+    *Speed:* the fundamental matrix Z = (I - A + J/n)^{-1} is updated by a
+    Sherman-Morrison-Woodbury step when a link is added (adding a link changes
+    the weights of the links at its two ends only); a budget whose decisions
+    all agree with a budget already run (every DP check and LCP stop is
+    decided the same way) is not run again but copied.  The result is the same
+    as recomputing everything (tests compare with a straightforward
+    implementation).
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> design = autotag(load_example("toy"))
+    >>> design.metrics.connected, len(design.candidates)
+    (True, 7)
+    """
+    if not isinstance(net, Network):
+        raise InvalidInputError(f"net must be a topokit.Network; got {type(net).__name__}")
+    net.require_connected()
+    if nep_patience is not None and (
+        not isinstance(nep_patience, (int, np.integer)) or isinstance(nep_patience, bool)
+        or nep_patience < 1
+    ):
+        raise InvalidInputError(f"nep_patience must be a positive integer or None; got {nep_patience!r}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError("progress must be a callable progress(done, total) or None")
+    workers = _check_n_jobs(n_jobs)
+    coef_h, coef_phi, intercept = _linear_coefficients(predictor)
+    problem = _problem(net)
+    V = problem.n_dev
+    started = time.perf_counter()
+
+    results = _run_all_budgets(problem, (coef_h, coef_phi, intercept),
+                               -1 if nep_patience is None else int(nep_patience),
+                               workers, progress)
+
+    # --- SSP ---------------------------------------------------------------------------------
+    best_steps: list[int | None] = []
+    best_values = np.full(V + 1, np.inf)
+    for n in range(V + 1):
+        pseudo = results[n][5]
+        finite = pseudo[np.isfinite(pseudo)]
+        if finite.size:
+            low = float(finite.min())
+            best_values[n] = low
+            best_steps.append(int(np.flatnonzero(pseudo <= low * (1 + RTOL))[0]))
+        else:
+            best_steps.append(None)
+    overall = float(best_values.min())
+    if not np.isfinite(overall):  # only possible with infinite delays on social links
+        raise InvalidInputError(
+            "no connected topology uses only finite-delay links allowed by DeepPrivacy: "
+            "some social links have infinite delay and no DP budget can replace them"
+        )
+    chosen = int(np.flatnonzero(best_values <= overall * (1 + RTOL))[0])
+
+    candidates = []
+    for n in range(V + 1):
+        accepted, phases = results[n][0], results[n][1]
+        step = best_steps[n]
+        if step is None:  # no connected snapshot: report the last one
+            step = len(accepted) - 1
+        topology = _snapshot_topology(net, problem, accepted[: step + 1])
+        candidates.append(Candidate(
+            n=n,
+            topology=topology,
+            metrics=evaluate(net, topology, predictor),
+            phase=PHASES[int(phases[step])] if len(phases) else "CGP",
+            step=int(step),
+        ))
+    repeated = sum(1 for n in range(V + 1) if results[n][-1])
+    stats = {
+        "n_devices": V,
+        "n_pairs": int(problem.pi.shape[0]),
+        "trajectories": V + 1 - repeated,
+        "repeated_budgets": repeated,
+        "snapshots": int(sum(len(results[n][0]) for n in range(V + 1))),
+        "woodbury_updates": int(sum(results[n][9] for n in range(V + 1) if not results[n][-1])),
+        "fresh_inverses": int(sum(results[n][8] for n in range(V + 1) if not results[n][-1])),
+        "seconds": time.perf_counter() - started,
+    }
+    return Design(
+        topology=candidates[chosen].topology,
+        metrics=candidates[chosen].metrics,
+        candidates=tuple(candidates),
+        n=chosen,
+        trace=_trace(net, problem, results) if trace else None,
+        stats=stats,
+    )
+
+
+def _snapshot_topology(net: Network, problem: _Problem, accepted: NDArray[np.int64]) -> Topology:
+    nodes = net.nodes
+    edges = [(nodes[problem.pi[k]], nodes[problem.pj[k]]) for k in accepted]
+    dp = {nodes[x] for k in accepted if not problem.social[k] for x in (problem.pi[k], problem.pj[k])}
+    return Topology(edges, dp)
+
+
+def _trace(net: Network, problem: _Problem, results: list) -> Trace:
+    columns: dict[str, list] = {key: [] for key in
+                                ("n", "phase", "step", "pseudo", "H", "phi", "L", "u", "v")}
+    for n, result in enumerate(results):
+        accepted, phase, H, phi, L, pseudo = result[:6]
+        size = len(accepted)
+        columns["n"].append(np.full(size, n, dtype=np.int64))
+        columns["phase"].append(phase)
+        columns["step"].append(np.arange(size, dtype=np.int64))
+        columns["pseudo"].append(pseudo)
+        columns["H"].append(H)
+        columns["phi"].append(phi)
+        columns["L"].append(L)
+        columns["u"].append(problem.pi[accepted])
+        columns["v"].append(problem.pj[accepted])
+    cat = {key: np.concatenate(value) if value else np.empty(0) for key, value in columns.items()}
+    return Trace(
+        nodes=tuple(net.nodes), n=cat["n"].astype(np.int64), phase=cat["phase"].astype(np.int64),
+        step=cat["step"].astype(np.int64), pseudo_time=cat["pseudo"], hitting_time=cat["H"],
+        phi=cat["phi"], local_iterate=cat["L"], u=cat["u"].astype(np.int64),
+        v=cat["v"].astype(np.int64),
+    )
+
+
+def _rank_limit(V: int) -> int:
+    # Woodbury costs ~2 V^2 r, a fresh inverse ~2 V^3 plus overhead.
+    return max(4, V // 3)
+
+
+REFRESH_EVERY = 64
+
+
+def _run_one(problem: _Problem, n: int, coefficients, patience: int) -> tuple:
+    V = problem.n_dev
+    if V == 1:
+        empty_i = np.empty(0, dtype=np.int64)
+        empty_f = np.empty(0)
+        return (empty_i, empty_i, empty_f, empty_f, empty_f, empty_f, 0, 2, 0, 0)
+    return _incremental.run_budget(
+        n, V, problem.pi, problem.pj, problem.social, problem.t, problem.deg_s,
+        coefficients[0], coefficients[1], coefficients[2], patience,
+        _rank_limit(V), REFRESH_EVERY,
+    )
+
+
+def _run_all_budgets(problem: _Problem, coefficients, patience: int, workers: int,
+                     progress: Callable | None) -> list:
+    """Results of every budget 0..|V|, each a tuple from ``run_budget`` plus a 'repeated' flag.
+
+    A budget inside the interval [lo, hi) of a budget already run takes the
+    same decisions at every step, so its trajectory is copied.
+    """
+    V = problem.n_dev
+    total = V + 1
+    results: list = [None] * total
+    lock = threading.Lock()
+    reported = 0
+
+    def cover(n: int, result: tuple) -> list[int]:
+        lo, hi = int(result[6]), int(result[7])
+        filled = []
+        with lock:
+            if results[n] is None:
+                results[n] = result + (False,)
+                filled.append(n)
+            for other in range(max(lo, 0), min(hi, total)):
+                if results[other] is None:
+                    results[other] = result + (True,)
+                    filled.append(other)
+        return filled
+
+    def report(count: int) -> None:
+        nonlocal reported
+        reported += count
+        if progress is not None and count:
+            progress(reported, total)
+
+    # Order: 0, |V|, 1, |V|-1, ...: the extremes tend to cover wide intervals.
+    order = []
+    a, b = 0, V
+    while a <= b:
+        order.append(a)
+        if b != a:
+            order.append(b)
+        a, b = a + 1, b - 1
+
+    if workers == 1 or V < 8:
+        for n in order:
+            if results[n] is None:
+                report(len(cover(n, _run_one(problem, n, coefficients, patience))))
+        return results
+
+    pending = list(order)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        running: dict = {}
+
+        def submit_next() -> bool:
+            while pending:
+                n = pending.pop(0)
+                with lock:
+                    taken = results[n] is not None or n in running.values()
+                if not taken:
+                    running[pool.submit(_run_one, problem, n, coefficients, patience)] = n
+                    return True
+            return False
+
+        for _ in range(workers):
+            if not submit_next():
+                break
+        while running:
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                n = running.pop(future)
+                report(len(cover(n, future.result())))
+                submit_next()
+    # A budget started in parallel may duplicate one covered meanwhile: results stay identical.
+    return results
+
+
