@@ -99,15 +99,18 @@ def print_statistics(devices: pd.DataFrame) -> None:
     for key in ("n_devices", "n_private", "n_public", "n_owners", "owners_by_size",
                 "colocated_owners", "public_type_counts"):
         print(f"{key}: {stats[key]}")
-    print("owner_type_sets:", dict(sorted(stats["owner_type_sets"].items(), key=lambda kv: (len(kv[0]), kv[0]))))
-    print("owners with more than 3 static devices:", sum(v for k, v in stats["owners_by_size"].items() if k > 3))
+    type_sets = sorted(stats["owner_type_sets"].items(), key=lambda kv: (len(kv[0]), kv[0]))
+    print("owner_type_sets:", dict(type_sets))
+    larger = sum(v for k, v in stats["owners_by_size"].items() if k > 3)
+    print("owners with more than 3 static devices:", larger)
     print("\n-- public layout per type (units): mean x, mean y, sd x, sd y, median NN --")
     public = devices[devices["public"] == 1]
     for device_type, group in public.groupby("device_type"):
         xy = group[["x", "y"]].to_numpy()
         nn = np.median(cKDTree(xy).query(xy, k=2)[0][:, 1])
-        print(f"type {device_type}: n={len(group)}", np.round(xy.mean(0), 4), np.round(xy.std(0, ddof=1), 4),
-              f"{nn:.6f}", f"= {nn * DEFAULT_METRES_PER_UNIT:.1f} m at {DEFAULT_METRES_PER_UNIT:.0f} m/unit")
+        print(f"type {device_type}: n={len(group)}", np.round(xy.mean(0), 4),
+              np.round(xy.std(0, ddof=1), 4), f"{nn:.6f}",
+              f"= {nn * DEFAULT_METRES_PER_UNIT:.1f} m at {DEFAULT_METRES_PER_UNIT:.0f} m/unit")
     print("\n-- metres-per-unit calibration --")
     nn14 = stats["public_nn_median"][14]
     nn15 = stats["public_nn_median"][15]
@@ -116,7 +119,8 @@ def print_statistics(devices: pd.DataFrame) -> None:
     print(f"parking sensors: median NN {nn15:.6f} units; 2.5-6 m per space -> "
           f"{2.5 / nn15:.0f}-{6 / nn15:.0f} m per unit")
     print(f"default {DEFAULT_METRES_PER_UNIT:.0f} m per unit: unit square = "
-          f"{(DEFAULT_METRES_PER_UNIT / 1000) ** 2:.0f} km^2 (municipality of Santander: 34.8 km^2)")
+          f"{(DEFAULT_METRES_PER_UNIT / 1000) ** 2:.0f} km^2 "
+          "(municipality of Santander: 34.8 km^2)")
     print("\n-- OOR components (default: "
           f"{DEFAULT_METRES_PER_UNIT:.0f} m/unit, {DEFAULT_PUBLIC_RANGE_M:.0f} m) --")
     sizes = stats["oor_component_sizes"]
@@ -128,7 +132,9 @@ def print_statistics(devices: pd.DataFrame) -> None:
     print("\n-- public OOR components for other ranges and scales (largest five) --")
     for metres_per_unit in (3000.0, DEFAULT_METRES_PER_UNIT, 9000.0):
         for label, range_m in RADIO_RANGES_M.items():
-            other = siot_statistics(devices, metres_per_unit=metres_per_unit, public_range_m=range_m)
+            other = siot_statistics(
+                devices, metres_per_unit=metres_per_unit, public_range_m=range_m
+            )
             components = other["public_oor_component_sizes"]
             print(f"{metres_per_unit:6.0f} m/unit, {label:9s} {range_m:6.0f} m: "
                   f"{len(components)} components, largest {components[:5]}")
@@ -144,9 +150,11 @@ def print_networks(devices: pd.DataFrame, out: Path) -> None:
         pairs = np.triu_indices(n, 1)
         wifi = float(np.mean(net.delay[pairs] < 1.0))
         classes = pd.Series(net.compute_time).map({770.0: "rpi2", 312.0: "rpi3", 114.0: "rpi4"})
-        print(f"siot{n}: {net.social.number_of_edges()} links, density {nx.density(net.social):.2f}, "
+        print(f"siot{n}: {net.social.number_of_edges()} links, "
+              f"density {nx.density(net.social):.2f}, "
               f"connected {nx.is_connected(net.social)}, public devices "
-              f"{int((owners.loc[net.nodes] == 0).sum())}/{n}, pairs within Wi-Fi range {wifi:.1%}, "
+              f"{int((owners.loc[net.nodes] == 0).sum())}/{n}, "
+              f"pairs within Wi-Fi range {wifi:.1%}, "
               f"classes {classes.value_counts().sort_index().to_dict()}, "
               f"cat-m2 {sum(c == 'cat-m2' for c in net.physical_model['lte'])}")
     table = load_siot_devices(out / "siot_extract.csv")
@@ -158,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=os.environ.get("TOPOKIT_SIOT_DATA"),
                         help="full static_devices.csv, or a folder with the original files")
-    parser.add_argument("--out", type=Path, default=DATASETS, help="output folder (default datasets/)")
+    parser.add_argument("--out", type=Path, default=DATASETS,
+                        help="output folder (default datasets/)")
     parser.add_argument("--check", action="store_true",
                         help="rebuild into a temporary folder and compare bytes with --out")
     parser.add_argument("--quiet", action="store_true", help="do not print the statistics")

@@ -2,7 +2,7 @@
 
 It follows the pseudocode with the corrections of the paper notes and the rules
 documented in :func:`topokit.autotag.autotag`, and recomputes every hitting time
-from scratch (``hitting_times(lazy_metropolis(adjacency))``, one n x n inverse)
+from scratch (``hitting_matrix(adjacency)``, one n x n inverse)
 after every added link.  Plain Python sets and numpy; no incremental update, no
 trajectory sharing, no threads.  Used by the tests (agreement with the fast
 implementation) and by ``analyses/bench_autotag.py`` (the speed reference).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from topokit.kernels import hitting_times, lazy_metropolis
+from topokit.kernels import _numba
 from topokit.predictor import GlobalIteratePredictor
 
 RTOL = 1e-9  # scores / pseudo times within this relative distance are ties
@@ -27,6 +27,20 @@ PHASES = ("CGP", "LCP", "NEP")
 def _coefficients(predictor):
     data = (predictor or GlobalIteratePredictor()).to_dict()
     return float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"])
+
+
+def hitting_matrix(adjacency):
+    """All hitting times of the Lazy-Metropolis walk on ``adjacency``: a fresh n x n inverse.
+
+    Uses the serial kernels behind ``topokit.hitting_times(topokit.lazy_metropolis(G))``
+    (same arithmetic, without the thread start-up of the stacked public kernels).
+    """
+    n = adjacency.shape[0]
+    transition = np.empty((n, n))
+    _numba._lazy_metropolis_one(np.ascontiguousarray(adjacency, dtype=np.float64), transition)
+    times = np.empty((n, n))
+    _numba.hitting_times_one(transition, times)
+    return times
 
 
 def _argmax_first(scores):
@@ -84,7 +98,7 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
             deg[j] += 1
             if pair not in social:
                 N.update(pair)
-            M = hitting_times(lazy_metropolis(adjacency))
+            M = hitting_matrix(adjacency)
             state["M"] = M
             H = float(M.max())
             phi = len(N) / V
@@ -123,7 +137,7 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
 
         def current_M():
             if state["M"] is None:
-                state["M"] = hitting_times(lazy_metropolis(adjacency))
+                state["M"] = hitting_matrix(adjacency)
             return state["M"]
 
         # --- LCP -------------------------------------------------------------------------
@@ -157,11 +171,12 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
     for snaps in budgets:
         values = [s[5] for s in snaps]
         low = min(values, default=np.inf)
-        step = next((k for k, v in enumerate(values) if v <= low * (1 + RTOL)), None) \
+        step = next((k for k, v in enumerate(values) if v <= low + RTOL * abs(low)), None) \
             if np.isfinite(low) else None
         best_per_n.append((low, step))
     overall = min(low for low, _ in best_per_n)
-    chosen = next(n for n, (low, _) in enumerate(best_per_n) if low <= overall * (1 + RTOL))
+    chosen = next(n for n, (low, _) in enumerate(best_per_n)
+                  if low <= overall + RTOL * abs(overall))
     return {
         "budgets": budgets,
         "accepted": accepted_all,
@@ -169,3 +184,31 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
         "best": (chosen, best_per_n[chosen][1]),
         "pseudo_time": overall,
     }
+
+
+def random_network(n_devices, seed, *, p=0.3, inf_fraction=0.2, tree=False):
+    """A small random connected network: G(n, p) (or a random tree) social graph,
+    delays U(1, 50) s with a fraction of non-social pairs unreachable (inf),
+    compute times U(1, 20) s.  Social links always have a finite delay."""
+    import networkx as nx
+
+    from topokit import Network
+
+    rng = np.random.default_rng(seed)
+    if tree:
+        make_tree = getattr(nx, "random_labeled_tree", None) or nx.random_tree
+        social = make_tree(n_devices, seed=int(rng.integers(2**31)))
+    else:
+        while True:
+            social = nx.gnp_random_graph(n_devices, p, seed=int(rng.integers(2**31)))
+            if nx.is_connected(social):
+                break
+    delay = np.triu(rng.uniform(1, 50, (n_devices, n_devices)), 1)
+    delay = delay + delay.T
+    unreachable = np.triu(rng.random((n_devices, n_devices)) < inf_fraction, 1)
+    unreachable = unreachable | unreachable.T
+    for u, v in social.edges:
+        unreachable[u, v] = unreachable[v, u] = False
+    delay[unreachable] = np.inf
+    np.fill_diagonal(delay, 0.0)
+    return Network(social, rng.uniform(1, 20, n_devices), delay)

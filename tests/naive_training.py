@@ -75,7 +75,8 @@ def naive_train(
             message = local[i].copy()
             if i in dp_rows:
                 if dp.sensitivity == "clipped":
-                    delta_t = 2 * eta * dp.max_grad_norm * (1 / sampler.expected[i] + local_steps - 1)
+                    batch = sampler.expected[i]
+                    delta_t = 2 * eta * dp.max_grad_norm * (1 / batch + local_steps - 1)
                 else:
                     delta_t = 2 * np.linalg.norm(local[i] - x[i])
                 message = message + z[i] * delta_t * rngs["noise"].standard_normal(message.shape)

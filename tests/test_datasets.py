@@ -163,7 +163,8 @@ def test_bundled_delays_follow_the_physical_model(name):
 
 @pytest.mark.skipif(not FULL_DATA.is_file(), reason="the full Santander file is not available")
 def test_regeneration_is_byte_identical(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_siot", ROOT / "analyses" / "make_siot_networks.py")
+    script = ROOT / "analyses" / "make_siot_networks.py"
+    spec = importlib.util.spec_from_file_location("make_siot", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.build(load_siot_devices(FULL_DATA), tmp_path)
@@ -202,7 +203,10 @@ def test_generator_seed_is_accepted(extract):
 
 def test_oor_graph_rules_on_the_extract(extract):
     graph = siot_oor_graph(extract, colocation_range_m=50.0)
-    xy = {n: np.array([d["x"], d["y"]]) * DEFAULT_METRES_PER_UNIT for n, d in graph.nodes(data=True)}
+    xy = {
+        n: np.array([d["x"], d["y"]]) * DEFAULT_METRES_PER_UNIT
+        for n, d in graph.nodes(data=True)
+    }
     kinds = set()
     for u, v, relation in graph.edges(data="relation"):
         a, b = graph.nodes[u], graph.nodes[v]
@@ -276,7 +280,8 @@ def test_synthetic_city_matches_the_owner_statistics(city):
     assert stats["n_owners"] == round(total * 4.0)
     measured = {1: 1695, 2: 1813, 3: 253}
     for size, count in measured.items():
-        assert stats["owners_by_size"][size] / stats["n_owners"] == pytest.approx(count / total, abs=0.015)
+        share = stats["owners_by_size"][size] / stats["n_owners"]
+        assert share == pytest.approx(count / total, abs=0.015)
     for type_set, count in OWNER_TYPE_SETS.items():
         assert stats["owner_type_sets"][type_set] / stats["n_owners"] == pytest.approx(
             count / total, abs=0.015)

@@ -23,7 +23,7 @@ def _random_valid_A(seed: int, P: int, weights: str = "lazy-metropolis") -> np.n
 
 
 def _asymmetric_doubly_stochastic(seed: int, P: int) -> np.ndarray:
-    """Convex combination of permutation matrices incl. the identity: doubly stochastic, a_mm > 0."""
+    """Convex mix of permutation matrices incl. the identity: doubly stochastic, a_mm > 0."""
     rng = np.random.default_rng(seed)
     weights = rng.dirichlet(np.ones(4))
     A = weights[0] * np.eye(P)

@@ -126,3 +126,69 @@ def test_to_dict_is_json_ready():
     agg = gfl.secure_aggregate([[1.0, 2.0], [3.0, 4.0]], seed=0)
     data = json.loads(json.dumps(agg.to_dict()))
     assert data["total"] == [4.0, 6.0] and data["ring_bits"] == 32
+
+
+# --------------------------------------------------------------------------- dropout recovery
+from topokit.gfl.secagg import (  # noqa: E402
+    _recover_private_key,
+    _recover_seed,
+    secure_aggregate_with_dropouts,
+    shamir_combine,
+    shamir_split,
+)
+
+
+@pytest.mark.parametrize("dropped", [(), (3,), (0, 5, 6)])
+def test_dropout_recovery_equals_sum_of_survivors_bit_for_bit(dropped):
+    rng = np.random.default_rng(len(dropped))
+    x = rng.normal(scale=2.0, size=(8, 40))
+    agg = secure_aggregate_with_dropouts(x, dropped, threshold=5, round_index=2, seed=3)
+    survivors = [u for u in range(8) if u not in dropped]
+    assert agg.survivors == tuple(survivors) and agg.masked.shape == (len(survivors), 40)
+    encoded = gfl.encode(x[survivors])
+    plain = [sum(int(v) for v in column) % 2**32 for column in encoded.T]
+    assert [int(v) for v in agg.encoded_total] == plain
+    # double masking: every delivered vector is masked
+    assert np.mean(agg.masked == encoded) < 0.01
+
+
+def test_too_many_dropouts_fail_loudly():
+    with pytest.raises(MissingShareError, match="fewer than the threshold 4"):
+        secure_aggregate_with_dropouts(np.ones((6, 3)), [0, 1, 2], threshold=4, seed=0)
+    with pytest.raises(InvalidInputError, match="dropped clients must be indices"):
+        secure_aggregate_with_dropouts(np.ones((4, 3)), [9], seed=0)
+
+
+def test_shamir_threshold_and_corrupted_shares():
+    rng = np.random.default_rng(0)
+    secret = rng.bytes(32)
+    shares = shamir_split(secret, 7, 4, rng)
+    for subset in ([0, 1, 2, 3], [6, 2, 4, 1], [3, 4, 5, 6, 0]):
+        assert shamir_combine([shares[i] for i in subset], 4, 32) == secret
+    with pytest.raises(MissingShareError, match="3 distinct shares"):
+        shamir_combine(shares[:3], 4, 32)
+    with pytest.raises(MissingShareError, match="3 distinct shares"):
+        shamir_combine(shares[:3] + shares[:1], 4, 32)  # a repeated share does not count
+
+
+def test_rebuilt_secrets_are_checked():
+    import hashlib
+
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    rng = np.random.default_rng(1)
+    key = X25519PrivateKey.from_private_bytes(rng.bytes(32))
+    public = key.public_key().public_bytes_raw()
+    shares = shamir_split(key.private_bytes_raw(), 5, 3, rng)
+    rebuilt = _recover_private_key(shares[:3], 3, public, owner=4)
+    assert rebuilt.public_key().public_bytes_raw() == public
+    forged = [shares[0], shares[1], (shares[2][0], shares[2][1] + 1)]
+    with pytest.raises(MissingShareError):
+        _recover_private_key(forged, 3, public, owner=4)
+    seed = rng.bytes(32)
+    seed_shares = shamir_split(seed, 5, 3, rng)
+    commitment = hashlib.sha256(seed).digest()
+    assert _recover_seed(seed_shares[2:], 3, commitment, owner=0) == seed
+    with pytest.raises(MissingShareError):
+        _recover_seed([seed_shares[0], seed_shares[1], (3, seed_shares[2][1] ^ 1)], 3,
+                      commitment, owner=0)

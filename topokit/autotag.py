@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from .errors import InvalidInputError
 from .kernels import _incremental
-from .metrics import Metrics, evaluate
+from .metrics import Metrics
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 
@@ -63,7 +63,7 @@ class Candidate:
                 "topology": self.topology.to_dict(), "metrics": self.metrics.to_dict()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Trace:
     """Every snapshot of every budget: one row per (budget n, added link).
 
@@ -223,7 +223,9 @@ def _check_n_jobs(n_jobs: Any) -> int:
     import os
 
     if not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
-        raise InvalidInputError(f"n_jobs must be a non-zero integer (-1 = all cores); got {n_jobs!r}")
+        raise InvalidInputError(
+            f"n_jobs must be a non-zero integer (-1 = all cores); got {n_jobs!r}"
+        )
     cores = os.cpu_count() or 1
     return max(1, cores + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
 
@@ -258,7 +260,8 @@ def autotag(
         Threads running budgets in parallel (-1: all cores).  The result does
         not depend on it.
     progress : callable, optional
-        Called as ``progress(done, total)`` after each budget (total = |V| + 1).
+        Called as ``progress(done, total)`` after each budget (total = |V| + 1),
+        from the calling thread.  Nothing below the CLI prints.
     trace : bool, default=False
         Keep every snapshot in ``design.trace`` (see :class:`Trace`).
     nep_patience : int, optional
@@ -312,11 +315,15 @@ def autotag(
 
     *Speed:* the fundamental matrix Z = (I - A + J/n)^{-1} is updated by a
     Sherman-Morrison-Woodbury step when a link is added (adding a link changes
-    the weights of the links at its two ends only); a budget whose decisions
+    the weights of the links at its two ends only); the run of discarded
+    pairs between two added links (scores do not change in between) is found
+    in one pass instead of one rescan per discard; a budget whose decisions
     all agree with a budget already run (every DP check and LCP stop is
     decided the same way) is not run again but copied.  The result is the same
     as recomputing everything (tests compare with a straightforward
-    implementation).
+    implementation step by step).  Each budget is O(|V|^2) steps of O(|V|^2 r)
+    work (r links whose weight changes); |V| = 128 takes about a minute.
+    While it runs, BLAS is limited to one thread (threadpoolctl).
 
     Examples
     --------
@@ -332,7 +339,11 @@ def autotag(
         not isinstance(nep_patience, (int, np.integer)) or isinstance(nep_patience, bool)
         or nep_patience < 1
     ):
-        raise InvalidInputError(f"nep_patience must be a positive integer or None; got {nep_patience!r}")
+        raise InvalidInputError(
+            f"nep_patience must be a positive integer or None; got {nep_patience!r}"
+        )
+    if progress is False:  # the CLI's "no progress bar"
+        progress = None
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress must be a callable progress(done, total) or None")
     workers = _check_n_jobs(n_jobs)
@@ -340,6 +351,15 @@ def autotag(
     problem = _problem(net)
     V = problem.n_dev
     started = time.perf_counter()
+    if V == 1:  # nothing to link: the empty topology for both budgets
+        empty = Topology((), ())
+        metrics = _metrics(net, empty, predictor)
+        candidates = tuple(Candidate(n=n, topology=empty, metrics=metrics, phase="CGP", step=-1)
+                           for n in range(2))
+        if progress is not None:
+            progress(2, 2)
+        return Design(topology=empty, metrics=metrics, candidates=candidates, n=0,
+                      stats={"n_devices": 1, "seconds": time.perf_counter() - started})
 
     results = _run_all_budgets(problem, (coef_h, coef_phi, intercept),
                                -1 if nep_patience is None else int(nep_patience),
@@ -354,7 +374,7 @@ def autotag(
         if finite.size:
             low = float(finite.min())
             best_values[n] = low
-            best_steps.append(int(np.flatnonzero(pseudo <= low * (1 + RTOL))[0]))
+            best_steps.append(int(np.flatnonzero(pseudo <= low + RTOL * abs(low))[0]))
         else:
             best_steps.append(None)
     overall = float(best_values.min())
@@ -363,7 +383,7 @@ def autotag(
             "no connected topology uses only finite-delay links allowed by DeepPrivacy: "
             "some social links have infinite delay and no DP budget can replace them"
         )
-    chosen = int(np.flatnonzero(best_values <= overall * (1 + RTOL))[0])
+    chosen = int(np.flatnonzero(best_values <= overall + RTOL * abs(overall))[0])
 
     candidates = []
     for n in range(V + 1):
@@ -375,7 +395,7 @@ def autotag(
         candidates.append(Candidate(
             n=n,
             topology=topology,
-            metrics=evaluate(net, topology, predictor),
+            metrics=_metrics(net, topology, predictor),
             phase=PHASES[int(phases[step])] if len(phases) else "CGP",
             step=int(step),
         ))
@@ -403,7 +423,8 @@ def autotag(
 def _snapshot_topology(net: Network, problem: _Problem, accepted: NDArray[np.int64]) -> Topology:
     nodes = net.nodes
     edges = [(nodes[problem.pi[k]], nodes[problem.pj[k]]) for k in accepted]
-    dp = {nodes[x] for k in accepted if not problem.social[k] for x in (problem.pi[k], problem.pj[k])}
+    dp = {nodes[x] for k in accepted if not problem.social[k]
+          for x in (problem.pi[k], problem.pj[k])}
     return Topology(edges, dp)
 
 
@@ -432,11 +453,48 @@ def _trace(net: Network, problem: _Problem, results: list) -> Trace:
 
 
 def _rank_limit(V: int) -> int:
-    # Woodbury costs ~2 V^2 r, a fresh inverse ~2 V^3 plus overhead.
-    return max(4, V // 3)
+    # Woodbury costs ~2 V^2 r flops, a fresh inverse ~2 V^3 plus LU overhead: measured
+    # break-even near r = V at V = 64..128.
+    return max(8, V)
 
 
-REFRESH_EVERY = 64
+#: Fresh inverse after this many Woodbury updates (bounds round-off drift; see tests).
+REFRESH_EVERY = 100
+
+
+def _metrics(net: Network, topology: Topology, predictor: GlobalIteratePredictor | None) -> Metrics:
+    """``evaluate(net, topology, predictor)`` with the serial kernels.
+
+    The public kernels parallelise over a stack of matrices; for one matrix at
+    a time their thread start-up dominates, so AutoTag's |V| + 1 candidates
+    use the serial kernels (tests check equality with :func:`evaluate`).
+    """
+    from .kernels import _numba
+    from .metrics import dp_ends, local_iterate
+
+    topology.validate(net)
+    predictor = predictor if predictor is not None else GlobalIteratePredictor()
+    V = net.n_devices
+    adjacency = np.zeros((V, V))
+    for u, v in topology.edges:
+        a, b = net.index[u], net.index[v]
+        adjacency[a, b] = adjacency[b, a] = 1.0
+    transition = np.empty((V, V))
+    _numba._lazy_metropolis_one(adjacency, transition)
+    times = np.empty((V, V))
+    _numba.hitting_times_one(transition, times)
+    hitting = float(times.max())
+    gap = float(_numba.spectral_gap_one(transition))
+    non_social = topology.non_social_edges(net)
+    phi = len(dp_ends(net, topology)) / V
+    iterate = local_iterate(net, topology)
+    predicted = predictor.predict_one(hitting, phi)
+    return Metrics(
+        hitting_time=hitting, spectral_gap=gap, phi=phi, local_iterate=iterate,
+        predicted_global_iterate=predicted, pseudo_time=predicted * iterate, n_devices=V,
+        n_links=topology.n_links, n_non_social_links=len(non_social),
+        n_dp_devices=len(topology.dp_devices), connected=bool(np.isfinite(hitting)),
+    )
 
 
 def _run_one(problem: _Problem, n: int, coefficients, patience: int) -> tuple:
@@ -493,14 +551,20 @@ def _run_all_budgets(problem: _Problem, coefficients, patience: int, workers: in
             order.append(b)
         a, b = a + 1, b - 1
 
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread per worker: the kernels' small GEMMs and inverses gain nothing from
+    # more, and on a loaded machine multi-threaded BLAS on small matrices can be 10x slower.
     if workers == 1 or V < 8:
-        for n in order:
-            if results[n] is None:
-                report(len(cover(n, _run_one(problem, n, coefficients, patience))))
+        with threadpool_limits(limits=1, user_api="blas"):
+            for n in order:
+                if results[n] is None:
+                    report(len(cover(n, _run_one(problem, n, coefficients, patience))))
         return results
 
     pending = list(order)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with threadpool_limits(limits=1, user_api="blas"), \
+            ThreadPoolExecutor(max_workers=workers) as pool:
         running: dict = {}
 
         def submit_next() -> bool:

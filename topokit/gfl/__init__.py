@@ -39,7 +39,15 @@ from .perturbations import (
     validate_combination_matrix,
 )
 from .privacy import epsilon, epsilon_high_probability, sigma_for_epsilon
-from .secagg import SecAggClient, SecAggServer, SecureAggregate, decode, encode, secure_aggregate
+from .secagg import (
+    SecAggClient,
+    SecAggServer,
+    SecureAggregate,
+    decode,
+    encode,
+    secure_aggregate,
+    secure_aggregate_with_dropouts,
+)
 
 __all__ = [
     "GFLConfig",
@@ -70,4 +78,5 @@ __all__ = [
     "encode",
     "decode",
     "secure_aggregate",
+    "secure_aggregate_with_dropouts",
 ]

@@ -194,7 +194,9 @@ def _validate(c: GFLConfig) -> None:
     if c.seed is not None:
         _int(c.seed, "seed", 0)
     if not isinstance(c.include_self_noise, bool):
-        raise InvalidInputError(f"include_self_noise must be true or false; got {c.include_self_noise!r}")
+        raise InvalidInputError(
+            f"include_self_noise must be true or false; got {c.include_self_noise!r}"
+        )
 
 
 _PAIRS = ("samples_per_client", "epochs", "batch_size", "feature_eigs", "noise_var")

@@ -19,12 +19,15 @@ One iteration i of the algorithm (journal [1]_ eqs. 6-8; updates journal
 
 Everything runs on arrays of shape (rows, P, L, ...), where the rows are the
 variants of :func:`run_many` (schemes, noise levels, step sizes, share modes)
-times the repetitions; the only Python loop is over the (at most
-``epochs[1]``) local epochs.  Variants share their random draws
+times the repetitions.  The local SGD of all clients is one call of a Numba
+kernel (:func:`_local_kernel`, flags from :mod:`topokit.kernels._config`);
+:func:`_local_updates_numpy` is its numpy-vectorised twin (a Python loop over
+the at most ``epochs[1]`` epochs only).  Aggregation, server noise and the
+combine step are array expressions.  Variants share their random draws
 (common random numbers), repetitions do not.
 
-:func:`_run_loop` is the plain per-client loop twin used by the tests and the
-benchmark; it consumes the same draws and must give the same numbers.
+:func:`_run_loop` is the plain per-client loop reference used by the tests and
+the benchmark; it consumes the same draws and must give the same numbers.
 
 References
 ----------
@@ -42,10 +45,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pandas as pd
+from numba import njit
 from numpy.typing import NDArray
 
 from .._random import spawn_generators
 from ..errors import InvalidInputError
+from ..kernels._config import NJIT_FLAGS
 from ..privacy import laplace_scale
 from .config import GFLConfig
 from .perturbations import _homomorphic_from_draws, _random_mask, combination_matrix
@@ -416,38 +421,105 @@ def _minibatch_gradient(problem: GFLProblem, w: NDArray, Ub: NDArray, Db: NDArra
     Regression: :math:`\\nabla Q = -2u(d - u^T w) + 2\\rho w`; classification:
     :math:`\\nabla Q = -y u \\sigma(-y u^T w) + 2\\rho w`.
     """
-    inner = np.einsum("...bm,...m->...b", Ub, w)
+    inner = (Ub @ w[..., :, None])[..., 0]
     if problem.task == "regression":
         coef = -2.0 * (Db - inner)
     else:
         coef = -Db * _sigmoid(-Db * inner)
-    return np.einsum("...b,...bm->...m", coef * weight, Ub) + 2.0 * problem.rho * w
+    return ((coef * weight)[..., None, :] @ Ub)[..., 0, :] + 2.0 * problem.rho * w
 
 
-def _local_updates(problem: GFLProblem, config: GFLConfig, w: NDArray, mu: NDArray,
-                   selected: NDArray, batch: NDArray) -> tuple[NDArray, NDArray]:
-    """Final local models and averaged updates of all sampled clients, shape (R, P, L, M)."""
+def _local_updates_numpy(problem: GFLProblem, config: GFLConfig, w: NDArray, mu: NDArray,
+                         selected: NDArray, batch: NDArray) -> tuple[NDArray, NDArray]:
+    """Numpy-vectorised twin of :func:`_local_updates` (same numbers up to rounding)."""
     R, P, L = selected.shape
+    K, N_max = problem.n.shape[1], problem.U.shape[2]
     servers = np.arange(P)[None, :, None]
     E, B, n = (x[servers, selected] for x in (problem.E, problem.B, problem.n))
     step = mu[:, None, None] / E if config.local_step == "mu/E" else \
         np.broadcast_to(mu[:, None, None], E.shape)
     weight = (np.arange(batch.shape[-1]) < B[..., None]) / B[..., None]
-    index = (batch * n[..., None, None]).astype(np.intp)
+    # flat row of sample b of epoch e of each client in U.reshape(-1, M)
+    first = (servers * K + selected) * N_max
+    flat = first[..., None, None] + (batch * n[..., None, None]).astype(np.intp)
+    U_flat = problem.U.reshape(-1, problem.dim)
+    D_flat = problem.D.reshape(-1)
     local = np.repeat(w[:, :, None, :], L, axis=2)
     total = np.zeros_like(local)
-    srv, cli = servers[..., None], selected[..., None]
     for epoch in range(batch.shape[-2]):
         active = epoch < E
         if not active.any():
             break
-        idx = index[..., epoch, :]
-        grad = _minibatch_gradient(problem, local, problem.U[srv, cli, idx],
-                                   problem.D[srv, cli, idx], weight)
+        rows = flat[..., epoch, :]
+        grad = _minibatch_gradient(problem, local, np.take(U_flat, rows, axis=0),
+                                   np.take(D_flat, rows), weight)
         grad *= active[..., None]
         total += grad
         local -= step[..., None] * grad
     return local, total / E[..., None]
+
+
+@njit(**NJIT_FLAGS)
+def _local_kernel(U_flat, D_flat, first, n, E, B, batch, step, w, rho,
+                  logistic):  # pragma: no cover
+    """Numba kernel: local SGD of every sampled client (no validation).
+
+    first, n, E, B, step : (C,) per flattened client c = (row, server, slot);
+    batch : (C, Emax, Bmax) uniforms; w : (C, M) starting models.
+    Returns the final local models and the averaged updates, both (C, M).
+    """
+    C, M = w.shape
+    local = np.empty((C, M))
+    update = np.zeros((C, M))
+    for c in range(C):  # serial: tiny per-client work, threads cost more than they save
+        wk = w[c].copy()
+        grad = np.empty(M)
+        for e in range(E[c]):
+            grad[:] = 0.0
+            for b in range(B[c]):
+                row = first[c] + np.intp(batch[c, e, b] * n[c])
+                inner = 0.0
+                for j in range(M):
+                    inner += U_flat[row, j] * wk[j]
+                d = D_flat[row]
+                if logistic:
+                    coef = -d * 0.5 * (1.0 + np.tanh(-0.5 * d * inner))
+                else:
+                    coef = -2.0 * (d - inner)
+                for j in range(M):
+                    grad[j] += coef * U_flat[row, j]
+            for j in range(M):
+                g = grad[j] / B[c] + 2.0 * rho * wk[j]
+                update[c, j] += g
+                wk[j] -= step[c] * g
+        for j in range(M):
+            local[c, j] = wk[j]
+            update[c, j] /= E[c]
+    return local, update
+
+
+def _local_updates(problem: GFLProblem, config: GFLConfig, w: NDArray, mu: NDArray,
+                   selected: NDArray, batch: NDArray) -> tuple[NDArray, NDArray]:
+    """Final local models and averaged updates of all sampled clients, shape (R, P, L, M).
+
+    Flattens (rows, servers, clients) and calls the Numba kernel;
+    :func:`_local_updates_numpy` is its numpy-vectorised twin.
+    """
+    R, P, L = selected.shape
+    K, N_max, M = problem.n.shape[1], problem.U.shape[2], problem.dim
+    servers = np.arange(P)[None, :, None]
+    E, B, n = (x[servers, selected].ravel() for x in (problem.E, problem.B, problem.n))
+    step = np.broadcast_to(mu[:, None, None], selected.shape).ravel()
+    if config.local_step == "mu/E":
+        step = step / E
+    first = ((servers * K + selected) * N_max).ravel().astype(np.int64)
+    start = np.ascontiguousarray(np.broadcast_to(w[:, :, None, :], (R, P, L, M)).reshape(-1, M))
+    local, update = _local_kernel(
+        problem.U.reshape(-1, M), problem.D.reshape(-1), first, n, E, B,
+        np.ascontiguousarray(batch.reshape(R * P * L, *batch.shape[-2:])),
+        np.ascontiguousarray(step, dtype=np.float64), start, float(problem.rho),
+        problem.task == "classification")
+    return local.reshape(R, P, L, M), update.reshape(R, P, L, M)
 
 
 def _aggregate(rows: _Rows, config: GFLConfig, messages: NDArray, round_index: int,
@@ -476,11 +548,14 @@ def _noise_operators(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
 
 def _step(problem: GFLProblem, config: GFLConfig, rows: _Rows, w: NDArray,
           draws: Mapping[str, NDArray], round_index: int, mask_rng: np.random.Generator,
-          operators: tuple[NDArray, NDArray, NDArray]) -> NDArray:
+          operators: tuple[NDArray, NDArray, NDArray],
+          local_updates: Callable[..., tuple[NDArray, NDArray]] | None = None) -> NDArray:
     """One GFL iteration for all rows (vectorised over rows, servers and clients)."""
-    local, update = _local_updates(problem, config, w, rows.mu, draws["selected"], draws["batch"])
+    local_updates = _local_updates if local_updates is None else local_updates
+    local, update = local_updates(problem, config, w, rows.mu, draws["selected"], draws["batch"])
     upd = rows.updates[:, None, None, None]
-    messages = np.where(upd, update, local) + rows.client_scale[:, None, None, None] * draws["client"]
+    client_noise = rows.client_scale[:, None, None, None] * draws["client"]
+    messages = np.where(upd, update, local) + client_noise
     aggregate = _aggregate(rows, config, messages, round_index, mask_rng)
     psi = np.where(rows.updates[:, None, None], w - rows.mu[:, None, None] * aggregate, aggregate)
     hom, with_self, without_self = operators

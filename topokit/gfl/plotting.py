@@ -61,7 +61,7 @@ def plot_msd(results: Sequence[GFLResult], *, title: str | None = None,
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -81,7 +81,7 @@ def plot_sweep(values: Sequence[float], series: Mapping[str, Sequence[float]], *
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -99,6 +99,6 @@ def plot_test_error(results: Sequence[GFLResult], *, title: str | None = None) -
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

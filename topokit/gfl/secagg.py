@@ -24,8 +24,16 @@ without dropout recovery:
    :class:`~topokit.errors.MissingShareError`; a value or a sum outside the
    signed range of the ring raises :class:`~topokit.errors.EncodingOverflowError`.
 
-Dropout recovery (Shamir-shared seeds with double masking [2]_) is not
-implemented: a missing client is a loud error.
+:func:`secure_aggregate` treats a missing client as a loud error.
+:func:`secure_aggregate_with_dropouts` recovers from dropouts as in [2]_:
+double masking (a self mask from a seed b_u on top of the pairwise masks) and
+t-out-of-L Shamir sharing (over the prime field :math:`2^{521} - 1`) of every
+client's X25519 private key and self-mask seed; the survivors reveal the key
+shares of dropped clients (to remove their pairwise masks) and the seed
+shares of survivors (to remove the self masks), never both for one client.
+Reconstructed secrets are checked against the broadcast public key and a
+SHA-256 commitment to b_u.  The simulation keeps every message in memory
+(no authenticated encryption of the shares between clients).
 
 References
 ----------
@@ -36,7 +44,9 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +69,9 @@ __all__ = [
     "encode",
     "decode",
     "secure_aggregate",
+    "secure_aggregate_with_dropouts",
+    "shamir_split",
+    "shamir_combine",
 ]
 
 _INFO = b"topokit.gfl.secagg/v1"
@@ -156,6 +169,12 @@ def _prg(key: bytes, dim: int, ring_bits: int) -> NDArray[np.uint64]:
     return np.frombuffer(stream, dtype="<u8").astype(np.uint64) & _mask(ring_bits)
 
 
+def _pair_mask(secret: bytes, round_index: int, u: int, v: int, dim: int,
+               ring_bits: int) -> NDArray[np.uint64]:
+    """m_uv: the mask pair (u, v) derives from its shared secret in this round."""
+    return _prg(_hkdf(secret, _pair_info(b"mask", round_index, u, v)), dim, ring_bits)
+
+
 def _private_key(rng: np.random.Generator | None) -> X25519PrivateKey:
     if rng is None:
         return X25519PrivateKey.generate()
@@ -233,8 +252,8 @@ class SecAggClient:
             if peer == self.client_id:
                 continue
             secret = self._secret(peer, public_keys)
-            info = _pair_info(b"mask", self.round_index, self.client_id, peer)
-            stream = _prg(_hkdf(secret, info), encoded.size, ring_bits)
+            stream = _pair_mask(secret, self.round_index, self.client_id, peer, encoded.size,
+                                ring_bits)
             total = total + stream if self.client_id < peer else total - stream
             tags[peer] = _hkdf(secret, _pair_info(b"confirm", self.round_index,
                                                   self.client_id, peer), 16)
@@ -290,8 +309,11 @@ class SecureAggregate:
         Sum of the masked vectors mod :math:`2^k`; equals the plain sum of the
         encoded inputs mod :math:`2^k` bit for bit.
     masked : ndarray of uint64, shape (L, dim)
-        The masked vectors the server saw.
+        The masked vectors the server saw (only the survivors' with dropouts).
     round_index, frac_bits, ring_bits : int
+    survivors : tuple of int or None
+        With :func:`secure_aggregate_with_dropouts`: the clients whose vectors
+        are in the total.
     """
 
     total: NDArray[np.float64]
@@ -300,6 +322,7 @@ class SecureAggregate:
     round_index: int
     frac_bits: int
     ring_bits: int
+    survivors: tuple[int, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (ring elements as Python ints)."""
@@ -310,6 +333,7 @@ class SecureAggregate:
             "round_index": self.round_index,
             "frac_bits": self.frac_bits,
             "ring_bits": self.ring_bits,
+            "survivors": None if self.survivors is None else list(self.survivors),
         }
 
 
@@ -366,7 +390,8 @@ def secure_aggregate(
         raise InvalidInputError(f"vectors must have shape (L, dim); got {array.shape}")
     if array.shape[0] < 2:
         raise InvalidInputError(
-            f"secure aggregation needs at least 2 clients (masks cancel in pairs); got {array.shape[0]}"
+            "secure aggregation needs at least 2 clients (masks cancel in pairs); "
+            f"got {array.shape[0]}"
         )
     if isinstance(round_index, bool) or int(round_index) != round_index or round_index < 0:
         raise InvalidInputError(f"round_index must be a non-negative integer; got {round_index!r}")
@@ -391,4 +416,204 @@ def secure_aggregate(
         round_index=int(round_index),
         frac_bits=int(frac_bits),
         ring_bits=int(ring_bits),
+    )
+
+
+# --------------------------------------------------------------------------- dropouts
+_PRIME = 2**521 - 1  # Mersenne prime > any 32-byte secret
+
+
+def _random_bytes(rng: np.random.Generator | None, size: int) -> bytes:
+    return secrets.token_bytes(size) if rng is None else rng.bytes(size)
+
+
+def shamir_split(secret: bytes, n: int, threshold: int,
+                 rng: np.random.Generator | None = None) -> list[tuple[int, int]]:
+    """t-out-of-n Shamir shares (x, f(x)), x = 1..n, of a secret of at most 64 bytes.
+
+    Examples
+    --------
+    >>> shares = shamir_split(b"key", 5, 3, np.random.default_rng(0))
+    >>> shamir_combine(shares[2:], 3, 3)
+    b'key'
+    """
+    if not 1 <= threshold <= n:
+        raise InvalidInputError(f"threshold must lie in [1, n={n}]; got {threshold}")
+    if len(secret) > 64:
+        raise InvalidInputError(f"secrets of at most 64 bytes; got {len(secret)}")
+    coefficients = [int.from_bytes(secret, "big")]
+    coefficients += [int.from_bytes(_random_bytes(rng, 66), "big") % _PRIME
+                     for _ in range(threshold - 1)]
+    shares = []
+    for x in range(1, n + 1):
+        y = 0
+        for c in reversed(coefficients):
+            y = (y * x + c) % _PRIME
+        shares.append((x, y))
+    return shares
+
+
+def shamir_combine(shares: Sequence[tuple[int, int]], threshold: int, length: int) -> bytes:
+    """Secret of ``length`` bytes from at least ``threshold`` distinct shares (Lagrange at 0).
+
+    Raises
+    ------
+    MissingShareError
+        Fewer than ``threshold`` distinct shares.
+    """
+    unique = dict(shares)
+    if len(unique) < threshold:
+        raise MissingShareError(
+            f"{len(unique)} distinct shares cannot rebuild a secret shared with threshold "
+            f"{threshold}"
+        )
+    points = list(unique.items())[:threshold]
+    secret = 0
+    for i, (xi, yi) in enumerate(points):
+        num = den = 1
+        for j, (xj, _) in enumerate(points):
+            if i != j:
+                num = num * xj % _PRIME
+                den = den * (xj - xi) % _PRIME
+        secret = (secret + yi * num * pow(den, -1, _PRIME)) % _PRIME
+    if secret >= 1 << (8 * length):
+        raise MissingShareError("the shares do not rebuild a valid secret (corrupted share?)")
+    return secret.to_bytes(length, "big")
+
+
+def _recover_private_key(shares: Sequence[tuple[int, int]], threshold: int,
+                         public_key: bytes, owner: int) -> X25519PrivateKey:
+    key = X25519PrivateKey.from_private_bytes(shamir_combine(shares, threshold, 32))
+    if not hmac.compare_digest(key.public_key().public_bytes_raw(), public_key):
+        raise MissingShareError(
+            f"the key rebuilt for dropped client {owner} does not match its public key "
+            "(corrupted or forged share)"
+        )
+    return key
+
+
+def _recover_seed(shares: Sequence[tuple[int, int]], threshold: int, commitment: bytes,
+                  owner: int) -> bytes:
+    seed = shamir_combine(shares, threshold, 32)
+    if not hmac.compare_digest(hashlib.sha256(seed).digest(), commitment):
+        raise MissingShareError(
+            f"the self-mask seed rebuilt for client {owner} does not match its commitment "
+            "(corrupted or forged share)"
+        )
+    return seed
+
+
+def _self_mask(seed: bytes, round_index: int, u: int, dim: int, ring_bits: int) -> NDArray:
+    info = b"|".join([_INFO, b"self", b"round=%d" % round_index, b"client=%d" % u])
+    return _prg(_hkdf(seed, info), dim, ring_bits)
+
+
+def secure_aggregate_with_dropouts(
+    vectors: ArrayLike,
+    dropped: Sequence[int] = (),
+    *,
+    threshold: int | None = None,
+    round_index: int = 0,
+    frac_bits: int = 16,
+    ring_bits: int = 32,
+    seed: SeedLike = None,
+) -> SecureAggregate:
+    """Secure aggregation that survives clients dropping out (Bonawitz et al. 2017).
+
+    Every client masks its input with pairwise masks and a self mask and
+    Shamir-shares its private key and self-mask seed; the clients in
+    ``dropped`` never deliver their masked vectors.  The server removes the
+    survivors' self masks and the dropped clients' pairwise masks from the
+    shares revealed by at least ``threshold`` survivors.
+
+    Parameters
+    ----------
+    vectors : array-like of shape (L, dim)
+    dropped : sequence of int
+        Indices of the clients whose masked vectors never arrive.
+    threshold : int, optional
+        Shares needed to rebuild a secret; default ``L // 2 + 1``.
+    round_index, frac_bits, ring_bits, seed
+        As in :func:`secure_aggregate`.
+
+    Returns
+    -------
+    SecureAggregate
+        ``total`` and ``encoded_total`` over the survivors only, ``masked`` the
+        survivors' masked vectors, ``survivors`` their indices.
+
+    Raises
+    ------
+    MissingShareError
+        Fewer than ``threshold`` survivors (the masks cannot be removed).
+
+    Examples
+    --------
+    >>> agg = secure_aggregate_with_dropouts([[1.0], [2.0], [4.0], [8.0]], [1], seed=0)
+    >>> agg.total.tolist(), agg.survivors
+    ([13.0], (0, 2, 3))
+    """
+    array = np.asarray(vectors, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] < 2:
+        raise InvalidInputError(f"vectors must have shape (L >= 2, dim); got {array.shape}")
+    L, dim = array.shape
+    t = L // 2 + 1 if threshold is None else int(threshold)
+    if not 2 <= t <= L:
+        raise InvalidInputError(f"threshold must lie in [2, L={L}]; got {threshold}")
+    gone = sorted({int(u) for u in dropped})
+    if any(not 0 <= u < L for u in gone):
+        raise InvalidInputError(f"dropped clients must be indices in [0, {L}); got {gone}")
+    survivors = [u for u in range(L) if u not in gone]
+    if len(survivors) < t:
+        raise MissingShareError(
+            f"only {len(survivors)} of {L} clients survived, fewer than the threshold {t}: "
+            "the masks cannot be removed"
+        )
+    _check_ring(frac_bits, ring_bits)
+    if not np.all(np.isfinite(array)):
+        raise InvalidInputError("vectors contain NaN or inf")
+    _check_sum_fits(array[survivors], frac_bits, ring_bits)
+    rng = None if seed is None else check_random_state(seed)
+    mask_all = _mask(ring_bits)
+
+    # round 0: key advertisement
+    keys = [_private_key(rng) for _ in range(L)]
+    public = [k.public_key().public_bytes_raw() for k in keys]
+    # round 1: self-mask seeds, commitments and shares (holder v keeps share index v)
+    seeds = [_random_bytes(rng, 32) for _ in range(L)]
+    commitments = [hashlib.sha256(b).digest() for b in seeds]
+    key_shares = [shamir_split(k.private_bytes_raw(), L, t, rng) for k in keys]
+    seed_shares = [shamir_split(b, L, t, rng) for b in seeds]
+    # round 2: masked inputs; the dropped clients' never reach the server
+    masked = {}
+    for u in survivors:
+        y = encode(array[u], frac_bits=frac_bits, ring_bits=ring_bits)
+        y = y + _self_mask(seeds[u], round_index, u, dim, ring_bits)
+        for v in range(L):
+            if v != u:
+                secret = keys[u].exchange(X25519PublicKey.from_public_bytes(public[v]))
+                m = _pair_mask(secret, round_index, u, v, dim, ring_bits)
+                y = y + m if u < v else y - m
+        masked[u] = y & mask_all
+    # round 3: unmasking from the survivors' shares
+    total = np.sum(np.stack([masked[u] for u in survivors]), axis=0, dtype=np.uint64)
+    for u in survivors:
+        shares = [seed_shares[u][v] for v in survivors]
+        total = total - _self_mask(_recover_seed(shares, t, commitments[u], u), round_index, u,
+                                   dim, ring_bits)
+    for u in gone:
+        key = _recover_private_key([key_shares[u][v] for v in survivors], t, public[u], u)
+        for v in survivors:
+            m = _pair_mask(key.exchange(X25519PublicKey.from_public_bytes(public[v])),
+                           round_index, v, u, dim, ring_bits)
+            total = total - m if v < u else total + m  # v added +m_vu when v < u
+    total = total & mask_all
+    return SecureAggregate(
+        total=decode(total, frac_bits=frac_bits, ring_bits=ring_bits),
+        encoded_total=total,
+        masked=np.stack([masked[u] for u in survivors]),
+        round_index=int(round_index),
+        frac_bits=int(frac_bits),
+        ring_bits=int(ring_bits),
+        survivors=tuple(survivors),
     )

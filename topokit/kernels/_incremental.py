@@ -18,6 +18,15 @@ hence K = I - A + J/n by + delta b b^T: with r changed links,
 (Sherman-Morrison-Woodbury), O(n^2 r) instead of O(n^3).  When r is large (a
 dense graph) or after ``refresh_every`` updates (to bound round-off drift), a
 fresh inverse is taken instead.
+
+One budget
+----------
+:func:`run_budget` runs AutoTag's CGP, LCP and NEP for one DP budget and
+records every snapshot.  Between two added links the CGP keys and the SLS/CLS
+scores do not change, so the pairs the paper's loop would pick and discard one
+at a time (non-social, budget exceeded) are found in one pass (a sort of the
+scores when the best pair is inadmissible), reproducing the loop exactly,
+including its tie rule.
 """
 
 from __future__ import annotations
@@ -169,6 +178,126 @@ def _hitting_matrix(Z, out):
 
 
 @njit(**NJIT_FLAGS)
+def _admissible(k, pi, pj, social, in_dp, n_dp, n_budget, bounds):
+    """The DP rule |N u {i, j}| <= n for pair k; records the budget bounds it implies."""
+    if social[k]:
+        return True
+    c = n_dp + (0 if in_dp[pi[k]] else 1) + (0 if in_dp[pj[k]] else 1)
+    if c <= n_budget:
+        bounds[0] = max(bounds[0], c)
+        return True
+    bounds[1] = min(bounds[1], c)
+    return False
+
+
+@njit(**NJIT_FLAGS)
+def _cgp_before(k, q, pi, pj, social, t, degree):
+    """CGP order: lower degree sum, then social first, then smaller t, then node order."""
+    sk = degree[pi[k]] + degree[pj[k]]
+    sq = degree[pi[q]] + degree[pj[q]]
+    if sk != sq:
+        return sk < sq
+    if social[k] != social[q]:
+        return social[k]
+    if t[k] != t[q]:
+        return t[k] < t[q]
+    return k < q
+
+
+@njit(**NJIT_FLAGS)
+def _cgp_pick(active, pi, pj, social, t, degree, parent, stage_b, in_dp, n_dp, n_budget,
+              bounds, ineligible):
+    """CGP's next admissible pair, discarding (as the paper's loop would, one by one) every
+    inadmissible candidate that comes before it; -1 if none is left.  In stage B only the
+    pairs joining two components are candidates.  bounds[2] <- pairs still active."""
+    P = pi.shape[0]
+    chosen = -1
+    n_bad = 0
+    for k in range(P):
+        if not active[k]:
+            continue
+        if stage_b and _find(parent, pi[k]) == _find(parent, pj[k]):
+            continue
+        if social[k] or n_dp + (0 if in_dp[pi[k]] else 1) + (0 if in_dp[pj[k]] else 1) <= n_budget:
+            if chosen < 0 or _cgp_before(k, chosen, pi, pj, social, t, degree):
+                chosen = k
+        else:
+            ineligible[n_bad] = k
+            n_bad += 1
+    for x in range(n_bad):
+        k = ineligible[x]
+        if chosen < 0 or _cgp_before(k, chosen, pi, pj, social, t, degree):
+            _admissible(k, pi, pj, social, in_dp, n_dp, n_budget, bounds)  # records hi
+            active[k] = False
+    if chosen >= 0:
+        _admissible(chosen, pi, pj, social, in_dp, n_dp, n_budget, bounds)  # records lo
+    count = 0
+    for k in range(P):
+        if active[k]:
+            count += 1
+    bounds[2] = count
+    return chosen
+
+
+@njit(**NJIT_FLAGS)
+def _score_pick(scores, active, pi, pj, social, in_dp, n_dp, n_budget, bounds):
+    """LCP/NEP's next admissible pair: the paper's loop (argmax; discard if inadmissible;
+    repeat) with the tie rule "scores within RTOL of the maximum tie, smallest pair index
+    wins", reproduced exactly.  bounds[2] <- pairs still active; -1 if none is left."""
+    P = scores.shape[0]
+    top = -np.inf
+    for k in range(P):
+        if active[k] and scores[k] > top:
+            top = scores[k]
+    limit = top if np.isinf(top) else top - RTOL * abs(top)
+    first = -1
+    count = 0
+    for k in range(P):
+        if active[k]:
+            count += 1
+            if first < 0 and scores[k] >= limit:
+                first = k
+    bounds[2] = count
+    if first < 0:
+        return -1
+    if _admissible(first, pi, pj, social, in_dp, n_dp, n_budget, bounds):
+        return first
+    # Discards: simulate the loop on the pairs sorted by decreasing score.
+    active[first] = False
+    count -= 1
+    members = np.empty(count, dtype=np.int64)
+    m = 0
+    for k in range(P):
+        if active[k]:
+            members[m] = k
+            m += 1
+    order = members[np.argsort(-scores[members], kind="mergesort")]
+    removed = np.zeros(m, dtype=np.bool_)
+    head = 0
+    while True:
+        while head < m and removed[head]:
+            head += 1
+        if head == m:
+            bounds[2] = 0
+            return -1
+        top = scores[order[head]]
+        limit = top if np.isinf(top) else top - RTOL * abs(top)
+        best_pos = -1
+        q = head
+        while q < m and scores[order[q]] >= limit:
+            if not removed[q] and (best_pos < 0 or order[q] < order[best_pos]):
+                best_pos = q
+            q += 1
+        k = order[best_pos]
+        if _admissible(k, pi, pj, social, in_dp, n_dp, n_budget, bounds):
+            bounds[2] = count
+            return k
+        removed[best_pos] = True
+        active[k] = False
+        count -= 1
+
+
+@njit(**NJIT_FLAGS)
 def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, intercept,
                patience, rank_limit, refresh_every):
     """AutoTag's CGP, LCP and NEP for one DP budget (see :func:`topokit.autotag.autotag`).
@@ -225,8 +354,11 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
     n_fresh = 0
     n_woodbury = 0
 
-    lo = 0
-    hi = V + 1
+    # bounds[0], bounds[1]: lo, hi (budgets in [lo, hi) decide alike); bounds[2]: n_active
+    bounds = np.zeros(3, dtype=np.int64)
+    bounds[1] = V + 1
+    scores = np.empty(P)
+    keys_scratch = np.empty(P, dtype=np.int64)
 
     for phase in range(3):
         # Candidate list of the phase: CGP all pairs; LCP, NEP every pair not yet in E_c.
@@ -240,41 +372,30 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
         stale = 0
         while True:
             # ---- loop condition and choice of the pair -----------------------------------
+            # Between two added links the keys and scores do not change, so the pairs the
+            # paper's loop would pick and discard one by one (non-social, DP budget
+            # exceeded) are found in one pass; the chosen pair is always admissible.
             chosen = -1
             if phase == PHASE_CGP:
                 if not stage_b and (S >= V or n_active == 0):
                     stage_b = True
                 if stage_b and n_components == 1:
                     break
-                best_key0 = 1 << 62
-                best_key1 = 2
-                best_key2 = np.inf
-                for k in range(P):
-                    if not active[k]:
-                        continue
-                    a = pi[k]
-                    b = pj[k]
-                    if stage_b and _find(parent, a) == _find(parent, b):
-                        continue
-                    k0 = degree[a] + degree[b]
-                    k1 = 0 if social[k] else 1
-                    k2 = t[k]
-                    if (k0 < best_key0 or (k0 == best_key0 and (k1 < best_key1 or (
-                            k1 == best_key1 and k2 < best_key2)))):
-                        best_key0 = k0
-                        best_key1 = k1
-                        best_key2 = k2
-                        chosen = k
+                chosen = _cgp_pick(active, pi, pj, social, t, degree, parent, stage_b,
+                                   in_dp, n_dp, n_budget, bounds, keys_scratch)
+                n_active = bounds[2]
                 if chosen < 0:
-                    break
+                    if stage_b:
+                        break
+                    continue  # every pair discarded: stage B next
             else:
                 if n_active == 0:
                     break
                 if phase == PHASE_LCP:
                     if n_dp < n_budget:
-                        lo = max(lo, n_dp + 1)
+                        bounds[0] = max(bounds[0], n_dp + 1)
                     else:
-                        hi = min(hi, n_dp + 1)
+                        bounds[1] = min(bounds[1], n_dp + 1)
                         break
                 elif patience >= 0 and stale >= patience:
                     break
@@ -291,45 +412,25 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
                         _lazy_metropolis_one(adjacency.astype(np.float64), transition)
                         hitting_times_one(transition, M)
                     M_valid = True
-                top = -np.inf
                 for k in range(P):
-                    if not active[k]:
-                        continue
-                    a = pi[k]
-                    b = pj[k]
-                    m = max(M[a, b], M[b, a])
-                    if phase == PHASE_LCP:
-                        score = m / (t[k] * deg_s[a] * deg_s[b])
-                    else:
-                        score = m / (t[k] * max(degree[a], 1) * max(degree[b], 1))
-                    if score > top:
-                        top = score
-                limit = top if np.isinf(top) else top - RTOL * abs(top)
-                for k in range(P):
-                    if not active[k]:
-                        continue
-                    a = pi[k]
-                    b = pj[k]
-                    m = max(M[a, b], M[b, a])
-                    if phase == PHASE_LCP:
-                        score = m / (t[k] * deg_s[a] * deg_s[b])
-                    else:
-                        score = m / (t[k] * max(degree[a], 1) * max(degree[b], 1))
-                    if score >= limit:
-                        chosen = k
-                        break
-            # ---- DP rule: a non-social pair only if the DP set stays within the budget ----
+                    if active[k]:
+                        a = pi[k]
+                        b = pj[k]
+                        m = max(M[a, b], M[b, a])
+                        if phase == PHASE_LCP:
+                            scores[k] = m / (t[k] * deg_s[a] * deg_s[b])
+                        else:
+                            scores[k] = m / (t[k] * max(degree[a], 1) * max(degree[b], 1))
+                chosen = _score_pick(scores, active, pi, pj, social, in_dp, n_dp, n_budget,
+                                     bounds)
+                n_active = bounds[2]
+                if chosen < 0:
+                    break
             active[chosen] = False
             n_active -= 1
             a = pi[chosen]
             b = pj[chosen]
             if not social[chosen]:
-                c = n_dp + (0 if in_dp[a] else 1) + (0 if in_dp[b] else 1)
-                if c <= n_budget:
-                    lo = max(lo, c)
-                else:
-                    hi = min(hi, c)
-                    continue
                 if not in_dp[a]:
                     in_dp[a] = True
                     n_dp += 1
@@ -390,4 +491,4 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
             else:
                 stale += 1
     return (accepted[:S].copy(), phase_out[:S].copy(), H_out[:S].copy(), phi_out[:S].copy(),
-            L_out[:S].copy(), pseudo_out[:S].copy(), lo, hi, n_fresh, n_woodbury)
+            L_out[:S].copy(), pseudo_out[:S].copy(), bounds[0], bounds[1], n_fresh, n_woodbury)

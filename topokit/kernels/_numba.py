@@ -11,6 +11,10 @@ from numba import njit, prange
 
 from ._config import NJIT_FLAGS, PARALLEL_FLAGS
 
+#: Up to this size, matrices are inverted and diagonalised by the hand-written kernels
+#: below; a LAPACK round trip costs more than the arithmetic for them.
+SMALL_MATRIX = 48
+
 # Status codes returned by the hitting-time kernel.
 OK = 0
 REDUCIBLE_WITH_TRANSIENT_STATES = 1
@@ -72,6 +76,141 @@ def metropolis_stack(adjacency):
     for g in prange(adjacency.shape[0]):
         _metropolis_one(adjacency[g], out[g])
     return out
+
+
+@njit(**NJIT_FLAGS)
+def _invert_in_place(matrix):
+    """Gauss-Jordan inverse with partial pivoting; no LAPACK call, no workspace query.
+
+    For the small, well-conditioned matrices I - A + 1 pi^T of a stack this is
+    several times faster than a LAPACK round trip per matrix.
+    """
+    n = matrix.shape[0]
+    inverse = np.eye(n)
+    for col in range(n):
+        pivot = col
+        best = abs(matrix[col, col])
+        for row in range(col + 1, n):
+            if abs(matrix[row, col]) > best:
+                best = abs(matrix[row, col])
+                pivot = row
+        if pivot != col:
+            for k in range(n):
+                matrix[col, k], matrix[pivot, k] = matrix[pivot, k], matrix[col, k]
+                inverse[col, k], inverse[pivot, k] = inverse[pivot, k], inverse[col, k]
+        scale = 1.0 / matrix[col, col]
+        for k in range(n):
+            matrix[col, k] *= scale
+            inverse[col, k] *= scale
+        for row in range(n):
+            if row != col:
+                factor = matrix[row, col]
+                if factor != 0.0:
+                    for k in range(n):
+                        matrix[row, k] -= factor * matrix[col, k]
+                        inverse[row, k] -= factor * inverse[col, k]
+    return inverse
+
+
+@njit(**NJIT_FLAGS)
+def _tridiagonalize(symmetric):
+    """Householder reduction of a symmetric matrix to tridiagonal (diagonal, off-diagonal)."""
+    n = symmetric.shape[0]
+    work = symmetric.copy()
+    v = np.empty(n)
+    p = np.empty(n)
+    for k in range(n - 2):
+        norm = 0.0
+        for i in range(k + 1, n):
+            norm += work[i, k] * work[i, k]
+        norm = np.sqrt(norm)
+        if norm == 0.0:
+            continue
+        alpha = -norm if work[k + 1, k] > 0 else norm
+        vnorm = 0.0
+        for i in range(k + 1, n):
+            v[i] = work[i, k]
+        v[k + 1] -= alpha
+        for i in range(k + 1, n):
+            vnorm += v[i] * v[i]
+        vnorm = np.sqrt(vnorm)
+        if vnorm == 0.0:
+            continue
+        for i in range(k + 1, n):
+            v[i] /= vnorm
+        # S <- H S H with H = I - 2 v v^T, on the trailing block.
+        c = 0.0
+        for i in range(k + 1, n):
+            total = 0.0
+            for j in range(k + 1, n):
+                total += work[i, j] * v[j]
+            p[i] = total
+            c += v[i] * total
+        for i in range(k + 1, n):
+            p[i] -= c * v[i]
+        for i in range(k + 1, n):
+            for j in range(k + 1, n):
+                work[i, j] -= 2.0 * (v[i] * p[j] + p[i] * v[j])
+        work[k + 1, k] = alpha
+        work[k, k + 1] = alpha
+    diagonal = np.empty(n)
+    off = np.zeros(max(n - 1, 0))
+    for i in range(n):
+        diagonal[i] = work[i, i]
+    for i in range(n - 1):
+        off[i] = work[i + 1, i]
+    return diagonal, off
+
+
+@njit(**NJIT_FLAGS)
+def _count_below(diagonal, off, x):
+    """Sturm count: how many eigenvalues of the tridiagonal matrix are < x."""
+    count = 0
+    q = diagonal[0] - x
+    if q < 0.0:
+        count += 1
+    for i in range(1, diagonal.shape[0]):
+        if q == 0.0:
+            q = 1e-300
+        q = diagonal[i] - x - off[i - 1] * off[i - 1] / q
+        if q < 0.0:
+            count += 1
+    return count
+
+
+@njit(**NJIT_FLAGS)
+def _kth_eigenvalue(diagonal, off, k):
+    """The k-th smallest eigenvalue (0-based) of a symmetric tridiagonal matrix, by bisection."""
+    n = diagonal.shape[0]
+    low = np.inf
+    high = -np.inf
+    for i in range(n):
+        radius = 0.0
+        if i > 0:
+            radius += abs(off[i - 1])
+        if i < n - 1:
+            radius += abs(off[i])
+        low = min(low, diagonal[i] - radius)
+        high = max(high, diagonal[i] + radius)
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle <= low or middle >= high:
+            break
+        if _count_below(diagonal, off, middle) > k:
+            high = middle
+        else:
+            low = middle
+    return 0.5 * (low + high)
+
+
+@njit(**NJIT_FLAGS)
+def _symmetric_support(matrix):
+    n = matrix.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if (matrix[i, j] > 0.0) != (matrix[j, i] > 0.0):
+                return False
+    return True
 
 
 @njit(**NJIT_FLAGS)
@@ -154,7 +293,10 @@ def _hitting_times_irreducible(transition, out):
     for i in range(n):
         for j in range(n):
             fundamental[i, j] += stationary[j]
-    fundamental = np.linalg.inv(fundamental)
+    if n <= SMALL_MATRIX:
+        fundamental = _invert_in_place(fundamental)
+    else:
+        fundamental = np.linalg.inv(fundamental)
     for i in range(n):
         for j in range(n):
             if i == j:
@@ -174,10 +316,12 @@ def hitting_times_one(transition, out):
     n = transition.shape[0]
     labels, count = weak_components(transition)
     if count == 1:
-        everyone = np.ones(n, dtype=np.bool_)
-        if not (_reach(transition, 0, everyone, False).all()
-                and _reach(transition, 0, everyone, True).all()):
-            return REDUCIBLE_WITH_TRANSIENT_STATES
+        # With a symmetric support, weakly connected means strongly connected.
+        if not _symmetric_support(transition):
+            everyone = np.ones(n, dtype=np.bool_)
+            if not (_reach(transition, 0, everyone, False).all()
+                    and _reach(transition, 0, everyone, True).all()):
+                return REDUCIBLE_WITH_TRANSIENT_STATES
         _hitting_times_irreducible(transition, out)
         return OK
     out[:, :] = np.inf
@@ -234,6 +378,11 @@ def spectral_gap_one(symmetric):
     _, count = weak_components(symmetric)
     if count > 1:
         return 0.0
+    if n <= SMALL_MATRIX:
+        diagonal, off = _tridiagonalize(symmetric)
+        second = _kth_eigenvalue(diagonal, off, n - 2)
+        smallest = _kth_eigenvalue(diagonal, off, 0)
+        return 1.0 - max(abs(second), abs(smallest))
     eigenvalues = np.linalg.eigvalsh(symmetric)  # ascending
     rho = max(abs(eigenvalues[n - 2]), abs(eigenvalues[0]))
     return 1.0 - rho

@@ -1,5 +1,50 @@
-"""Graph topology learning from smooth signals, alone or federated under privacy."""
-from .problems import federated_problem, log_degree_problem, solve_problem
-from .solvers import ConvergenceWarning, LearnedGraph, learn_graph, params_for_degree
-__all__ = ["log_degree_problem", "federated_problem", "solve_problem", "learn_graph",
-           "params_for_degree", "LearnedGraph", "ConvergenceWarning"]
+"""Graph topology learning from smooth signals, alone or federated under privacy.
+
+Single graph: :func:`learn_graph` (the log-degree model, eq. (7) of Zhang et
+al., Kalofolias' model) with a fast FBF solver or the cvxpy formulation
+:func:`log_degree_problem`; :func:`params_for_degree` picks (alpha, beta) for a
+target average degree.  Federated: :func:`learn_federated` (PPGL, Algorithm 1,
+optional differential privacy), its cvxpy reference :func:`federated_problem`,
+and the baselines in :mod:`topokit.learn.baselines`.
+"""
+
+from .baselines import fedavg, graphical_lasso, igl
+from .data import SyntheticGraphs, digits_views, load_signals, synthetic_federated
+from .federated import FederatedGraphs, PrivacySpent, learn_federated
+from .metrics import EdgeScores, community_scores, edge_scores, threshold_sensitivity
+from .problems import SolverFailedError, federated_problem, log_degree_problem, solve_problem
+from .solvers import (
+    ConvergenceWarning,
+    LearnedGraph,
+    kkt_residual,
+    learn_graph,
+    params_for_degree,
+    weights_to_graph,
+)
+
+__all__ = [
+    "log_degree_problem",
+    "federated_problem",
+    "solve_problem",
+    "SolverFailedError",
+    "learn_graph",
+    "params_for_degree",
+    "kkt_residual",
+    "weights_to_graph",
+    "LearnedGraph",
+    "ConvergenceWarning",
+    "learn_federated",
+    "FederatedGraphs",
+    "PrivacySpent",
+    "igl",
+    "fedavg",
+    "graphical_lasso",
+    "synthetic_federated",
+    "SyntheticGraphs",
+    "digits_views",
+    "load_signals",
+    "edge_scores",
+    "EdgeScores",
+    "threshold_sensitivity",
+    "community_scores",
+]

@@ -138,3 +138,4 @@ def fbf_loop(z, w, v, d, alpha, beta, zeta, step, tol, max_iter):
         if primal_res < tol and dual_res < tol:
             break
     return n_iter, primal_res, dual_res
+

@@ -30,6 +30,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import cvxpy as cp
@@ -41,14 +42,18 @@ from ..errors import InvalidInputError, TopokitError
 __all__ = [
     "edge_degree_operator",
     "log_degree_problem",
+    "log_degree_problem_fixed",
     "federated_problem",
     "solve_problem",
     "SolverFailedError",
     "CLARABEL_MAX_NODES",
+    "DPP_MAX_NODES",
 ]
 
 #: Largest d for which solver="auto" uses Clarabel (SCS above).
 CLARABEL_MAX_NODES = 200
+#: Largest d for which learn_graph(solver="cvxpy") uses the DPP build (constants above).
+DPP_MAX_NODES = 100
 
 
 class SolverFailedError(TopokitError, RuntimeError):
@@ -120,6 +125,32 @@ def log_degree_problem(d: int, *, zeta: float = 0.0) -> tuple[cp.Problem, dict[s
     return problem, params
 
 
+def log_degree_problem_fixed(
+    z, alpha: float, beta: float, *, zeta: float = 0.0
+) -> tuple[cp.Problem, cp.Variable]:
+    """The log-degree problem (eq. 7) with the data as constants (no Parameters).
+
+    The DPP build of :func:`log_degree_problem` compiles a parameter-to-data
+    map whose size grows like p^2 with the length p of ``z`` (about 0.7 GB
+    at d = 100, 2.3 GB at d = 150, out of memory at d = 300 on this
+    machine); this build compiles in O(p) memory and is what
+    ``learn_graph(solver="cvxpy")`` uses for d > DPP_MAX_NODES.
+
+    Returns
+    -------
+    problem : cvxpy.Problem
+    w : cvxpy.Variable of shape (p,)
+    """
+    z = np.asarray(z, dtype=np.float64)
+    p = z.size
+    d = int(round((1 + np.sqrt(1 + 8 * p)) / 2))
+    if d * (d - 1) // 2 != p or d < 2:
+        raise InvalidInputError(f"z must have d(d-1)/2 entries for an integer d >= 2; got {p}")
+    w = cp.Variable(p, nonneg=True, name="w")
+    objective = _log_degree_expr(w, z, float(alpha), float(beta), edge_degree_operator(d), zeta)
+    return cp.Problem(cp.Minimize(objective)), w
+
+
 def federated_problem(
     d: int, n_clients: int, *, zeta: float = 1e-3
 ) -> tuple[cp.Problem, dict[str, Any]]:
@@ -175,6 +206,12 @@ def solve_problem(problem: cp.Problem, *, solver: str = "auto", **options: Any) 
         problem.solve(solver=cp.SCS, **opts)
     else:
         raise InvalidInputError(f"solver must be 'auto', 'clarabel' or 'scs'; got {solver!r}")
-    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+    if problem.status == cp.OPTIMAL_INACCURATE:
+        warnings.warn(
+            f"cvxpy ({choice}) reports an inaccurate optimum; check the result or try the other solver",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    elif problem.status != cp.OPTIMAL:
         raise SolverFailedError(f"cvxpy ({choice}) ended with status {problem.status!r}")
     return float(problem.value)

@@ -282,7 +282,8 @@ def _fbf_numba(z, alpha, beta, zeta, tol, max_iter, w0=None):
     n_iter, r_primal, r_dual = _kernels.fbf_loop(
         z, w, v, d, alpha, beta, zeta, _fbf_step(d, beta), tol, max_iter
     )
-    return w, int(n_iter), max(r_primal, r_dual)
+    # w_{t+1} = w - Y + Q can sit 1e-10 below zero; the projection is within tol of it
+    return np.maximum(w, 0.0), int(n_iter), max(r_primal, r_dual)
 
 
 def _fbf_numpy(z, alpha, beta, zeta, tol, max_iter, w0=None):
@@ -310,20 +311,23 @@ def _fbf_numpy(z, alpha, beta, zeta, tol, max_iter, w0=None):
         residual = max(r_primal, r_dual)
         if r_primal < tol and r_dual < tol:
             break
-    return w, n_iter, residual
+    return np.maximum(w, 0.0), n_iter, residual
 
 
 def _solve_cvxpy(z, alpha, beta, zeta, cvxpy_solver):
-    from .problems import log_degree_problem, solve_problem
+    from .problems import DPP_MAX_NODES, log_degree_problem, log_degree_problem_fixed, solve_problem
 
     d = n_nodes_from_edges(z.size)
-    problem, params = log_degree_problem(d, zeta=zeta)
-    params["z"].value = z
-    params["alpha"].value = alpha
-    params["beta"].value = beta
+    if d <= DPP_MAX_NODES:
+        problem, params = log_degree_problem(d, zeta=zeta)
+        params["z"].value = z
+        params["alpha"].value = alpha
+        params["beta"].value = beta
+        variable = problem.var_dict["w"]
+    else:  # the DPP map grows like p^2 in memory
+        problem, variable = log_degree_problem_fixed(z, alpha, beta, zeta=zeta)
     solve_problem(problem, solver=cvxpy_solver)
-    w = np.maximum(np.asarray(problem.var_dict["w"].value, dtype=np.float64), 0.0)
-    return w
+    return np.maximum(np.asarray(variable.value, dtype=np.float64), 0.0)
 
 
 def learn_graph(
@@ -449,7 +453,7 @@ def params_for_degree(
     The edge set of eq. (7) depends only on the product alpha * beta
     (substitute w = alpha u: w*(alpha, beta) = alpha w*(1, alpha beta)), and grows
     with beta; so alpha is fixed (default 1, as the paper does) and beta is
-    found by bisection on log(beta), each solve warm-started from the last.
+    found by bisection on log(beta).
     The average degree is 2 |E| / d with the edge rule of ``threshold``.
 
     Returns

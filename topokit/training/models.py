@@ -40,16 +40,21 @@ _TINY = 1e-12
 
 
 def _softmax(logits: NDArray) -> NDArray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
+    shifted = np.subtract(logits, logits.max(axis=-1, keepdims=True), order="C")
     np.exp(shifted, out=shifted)
     shifted /= shifted.sum(axis=-1, keepdims=True)
     return shifted
 
 
-def _one_hot(y: NDArray, n_classes: int) -> NDArray:
-    out = np.zeros((*y.shape, n_classes))
-    np.put_along_axis(out, y[..., None], 1.0, axis=-1)
-    return out
+def _subtract_one_hot(probabilities: NDArray, y: NDArray) -> None:
+    """probabilities - one_hot(y), in place (the residual of softmax cross-entropy)."""
+    if not probabilities.flags.c_contiguous:
+        picked = np.take_along_axis(probabilities, y[..., None], -1)
+        np.put_along_axis(probabilities, y[..., None], picked - 1.0, -1)
+        return
+    k = probabilities.shape[-1]
+    flat = probabilities.reshape(-1)  # a view of the C-contiguous array
+    flat[np.arange(y.size) * k + y.reshape(-1)] -= 1.0
 
 
 def _clip_factors(sq_norms: NDArray, max_grad_norm: float | NDArray | None) -> NDArray:
@@ -64,6 +69,19 @@ def _clip_factors(sq_norms: NDArray, max_grad_norm: float | NDArray | None) -> N
     if bound.ndim == 1:
         bound = bound[:, None]
     return np.minimum(1.0, bound / np.sqrt(np.maximum(sq_norms, _TINY)))
+
+
+def _matmul(X: NDArray, weights: NDArray) -> NDArray:
+    """X @ W for every device: X (n, b, f) or (b, f) shared, W (n, f, k) -> (n, b, k).
+
+    A shared X is one GEMM against all devices' weights side by side; numpy's
+    broadcasting matmul would fall back to a slow loop there.
+    """
+    if X.ndim == 2:
+        n, f, k = weights.shape
+        wide = np.ascontiguousarray(weights.transpose(1, 0, 2)).reshape(f, n * k)
+        return (X @ wide).reshape(X.shape[0], n, k).transpose(1, 0, 2)  # a view, no copy
+    return np.matmul(X, weights)
 
 
 class Model:
@@ -156,11 +174,31 @@ class LogisticRegression(Model):
 
     def scores(self, params: NDArray, X: NDArray) -> NDArray:
         weights, bias = self._split(params)
-        return np.matmul(X, weights) + bias
+        return _matmul(X, weights) + bias
+
+    def predict(self, params: NDArray, X: NDArray) -> NDArray[np.int64]:
+        if X.ndim != 2:
+            return super().predict(params, X)
+        # Shared test set: one GEMM against all devices' weights stacked class by class, then
+        # the argmax over the few classes as a running maximum on contiguous (n, m) slices
+        # (strict ">" keeps the first maximum, as argmax does).
+        n, f, k = params.shape[0], self.n_features, self.n_classes
+        stacked = params.reshape(n, f + 1, k)
+        tall = np.ascontiguousarray(stacked[:, :-1, :].transpose(0, 2, 1)).reshape(n * k, f)
+        logits = (tall @ X.T).reshape(n, k, X.shape[0])
+        logits += stacked[:, -1, :, None]
+        best = logits[:, 0, :].copy()
+        labels = np.zeros(best.shape, dtype=np.int64)
+        better = np.empty(best.shape, dtype=bool)
+        for c in range(1, k):
+            np.greater(logits[:, c, :], best, out=better)
+            np.copyto(labels, c, where=better)
+            np.maximum(best, logits[:, c, :], out=best)
+        return labels
 
     def _residual(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
         residual = _softmax(self.scores(params, X))
-        np.put_along_axis(residual, y[..., None], np.take_along_axis(residual, y[..., None], -1) - 1.0, -1)
+        _subtract_one_hot(residual, y)
         return residual
 
     def per_example_gradients(self, params: NDArray, X: NDArray, y: NDArray) -> NDArray:
@@ -181,7 +219,7 @@ class LogisticRegression(Model):
             factors = _clip_factors(sq_norms, max_grad_norm) * weight
         scaled = residual * factors[..., None]
         out = np.empty((params.shape[0], self.n_features + 1, self.n_classes))
-        np.matmul(np.swapaxes(X, -1, -2), scaled, out=out[:, :-1, :])
+        out[:, :-1, :] = np.matmul(np.swapaxes(X, -1, -2), scaled)
         out[:, -1, :] = scaled.sum(axis=1)
         return out.reshape(params.shape[0], -1)
 
@@ -211,10 +249,11 @@ class MLP(Model):
         n = params.shape[0]
         f, h, k = self.n_features, self.hidden, self.n_classes
         o = self._offsets
+        # Contiguous copies: np.matmul falls back to a slow loop on strided batches.
         return (
-            params[:, o[0]:o[1]].reshape(n, f, h),
+            np.ascontiguousarray(params[:, o[0]:o[1]]).reshape(n, f, h),
             params[:, o[1]:o[2]].reshape(n, 1, h),
-            params[:, o[2]:o[3]].reshape(n, h, k),
+            np.ascontiguousarray(params[:, o[2]:o[3]]).reshape(n, h, k),
             params[:, o[3]:o[4]].reshape(n, 1, k),
         )
 
@@ -229,8 +268,8 @@ class MLP(Model):
 
     def _forward(self, params, X):
         w1, b1, w2, b2 = self._split(params)
-        pre = np.matmul(X, w1) + b1
-        hidden = np.maximum(pre, 0.0)
+        pre = _matmul(X, w1) + b1
+        hidden = np.ascontiguousarray(np.maximum(pre, 0.0))
         return (w1, w2), pre, hidden, np.matmul(hidden, w2) + b2
 
     def scores(self, params: NDArray, X: NDArray) -> NDArray:
@@ -239,7 +278,7 @@ class MLP(Model):
     def _backward(self, params, X, y):
         (_, w2), pre, hidden, logits = self._forward(params, X)
         out_res = _softmax(logits)
-        np.put_along_axis(out_res, y[..., None], np.take_along_axis(out_res, y[..., None], -1) - 1.0, -1)
+        _subtract_one_hot(out_res, y)
         hid_res = np.matmul(out_res, np.swapaxes(w2, -1, -2)) * (pre > 0)
         return hidden, hid_res, out_res
 
@@ -297,6 +336,7 @@ def make_model(model: str | Model, n_features: int, n_classes: int) -> Model:
     if isinstance(model, str) and model in _MODELS:
         return _MODELS[model](n_features, n_classes)
     raise InvalidInputError(
-        f"model must be one of {sorted(_MODELS)} or a topokit.training.Model instance; got {model!r}"
+        f"model must be one of {sorted(_MODELS)} or a topokit.training.Model instance; "
+        f"got {model!r}"
     )
 

@@ -41,7 +41,9 @@ def _check_labels(y: ArrayLike, n_partitions: int) -> NDArray:
     if labels.ndim != 1:
         raise InvalidInputError(f"labels must be 1-dimensional; got shape {labels.shape}")
     if int(n_partitions) != n_partitions or n_partitions < 1:
-        raise InvalidInputError(f"the number of partitions must be a positive integer; got {n_partitions}")
+        raise InvalidInputError(
+            f"the number of partitions must be a positive integer; got {n_partitions}"
+        )
     if n_partitions > labels.shape[0]:
         raise InvalidInputError(
             f"cannot split {labels.shape[0]} samples over {n_partitions} devices: every device "
@@ -89,7 +91,9 @@ class SkewPartitioner(Partitioner):
         try:
             value = float(skewness)
         except (TypeError, ValueError):
-            raise InvalidInputError(f"skewness must be a number in [0, 1]; got {skewness!r}") from None
+            raise InvalidInputError(
+                f"skewness must be a number in [0, 1]; got {skewness!r}"
+            ) from None
         if not 0.0 <= value <= 1.0:
             raise InvalidInputError(f"skewness must lie in [0, 1]; got {skewness}")
         self.skewness = value
@@ -177,7 +181,9 @@ class DirichletPartitioner(Partitioner):
         seed: int | None = 42,
     ):
         if int(num_partitions) != num_partitions or num_partitions < 1:
-            raise InvalidInputError(f"num_partitions must be a positive integer; got {num_partitions}")
+            raise InvalidInputError(
+                f"num_partitions must be a positive integer; got {num_partitions}"
+            )
         self.num_partitions = int(num_partitions)
         alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
         if alphas.size == 1:
@@ -190,7 +196,9 @@ class DirichletPartitioner(Partitioner):
             check_positive(value, "alpha")
         self.alpha = alphas
         if int(min_partition_size) != min_partition_size or min_partition_size < 0:
-            raise InvalidInputError(f"min_partition_size must be an integer >= 0; got {min_partition_size}")
+            raise InvalidInputError(
+                f"min_partition_size must be an integer >= 0; got {min_partition_size}"
+            )
         self.min_partition_size = int(min_partition_size)
         self.self_balancing = bool(self_balancing)
         self.shuffle = bool(shuffle)
@@ -245,14 +253,15 @@ class DirichletPartitioner(Partitioner):
 
 
 def make_partitioner(partition: None | str | float | Partitioner) -> Partitioner:
-    """``None``/"iid" -> IID; a number K in [0, 1] -> :class:`SkewPartitioner`; a partitioner as is."""
+    """None or "iid" -> IID; a number K in [0, 1] -> :class:`SkewPartitioner`; else as is."""
     if partition is None or (isinstance(partition, str) and partition == "iid"):
         return IidPartitioner()
     if isinstance(partition, Partitioner):
         return partition
-    if isinstance(partition, (int, float, np.integer, np.floating)) and not isinstance(partition, bool):
+    number = (int, float, np.integer, np.floating)
+    if isinstance(partition, number) and not isinstance(partition, bool):
         return SkewPartitioner(partition)
-    if hasattr(partition, "split") and callable(partition.split):
+    if not isinstance(partition, (str, bytes)) and callable(getattr(partition, "split", None)):
         return partition  # duck-typed user partitioner
     raise InvalidInputError(
         "partition must be None or 'iid', a skewness K in [0, 1], or a partitioner "

@@ -21,7 +21,9 @@ Noise multiplier z = sigma_t / Delta_t (constant over rounds, since both scale w
     delta, 1) -- the classic sqrt(2 ln(1.25/delta)) / epsilon below epsilon =
     1 and the analytic Gaussian mechanism from epsilon = 1 on.
     ``per="run"``: z is the smallest multiplier whose ``rounds`` releases
-    spend (epsilon, delta) in total (:func:`topokit.privacy.noise_multiplier_for_run`).
+    spend (epsilon, delta) in total (:func:`topokit.privacy.noise_multiplier_for_run`),
+    calibrated with the RDP accountant (with ``accountant="pld"`` the
+    reported, tighter PLD epsilon is then at most epsilon).
     ``noise_multiplier=z`` fixes it directly (Opacus' name).
 
 Accounting
@@ -135,7 +137,8 @@ class DPConfig:
             )
         if self.method == "classic" and self.epsilon >= 1 and self.noise_multiplier is None:
             raise InvalidInputError(
-                f"the classic Gaussian bound holds only for epsilon < 1; got epsilon={self.epsilon}. "
+                "the classic Gaussian bound holds only for epsilon < 1; "
+                f"got epsilon={self.epsilon}. "
                 "Use method='auto' or 'analytic'."
             )
 
@@ -156,7 +159,8 @@ def clipped_sensitivity(
     ``batch_size`` is the expected batch size B_i (the divisor of the clipped
     sum); with one local step (K = 1) this is the usual 2 eta C / B.
     """
-    return 2.0 * lr * max_grad_norm * (1.0 / np.asarray(batch_size, dtype=np.float64) + (local_steps - 1))
+    batch = np.asarray(batch_size, dtype=np.float64)
+    return 2.0 * lr * max_grad_norm * (1.0 / batch + (local_steps - 1))
 
 
 def clip_gradients(per_example: NDArray, max_grad_norm: float) -> NDArray:
@@ -190,10 +194,12 @@ def resolve_noise_multipliers(
     for i, q in enumerate(rates):
         q = float(q)
         if q not in cache:
+            # Calibrated with RDP whatever the accountant: RDP's epsilon bounds PLD's from above,
+            # so the PLD-reported epsilon stays <= the budget; and calibrating with PLD through
+            # topokit.privacy starts its bracket at multiplier 1e-3, whose PLD needs ~40 GB.
             with _quiet_absl():
                 cache[q] = noise_multiplier_for_run(
-                    config.epsilon, config.delta, rounds, sampling_rate=q,
-                    accountant=config.accountant,
+                    config.epsilon, config.delta, rounds, sampling_rate=q, accountant="rdp"
                 )
         out[i] = cache[q]
     return out

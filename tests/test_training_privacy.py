@@ -1,0 +1,196 @@
+"""Privacy of the training core: who adds noise, how much, and the epsilon reported."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import pld, rdp
+
+from topokit.errors import InvalidInputError
+from topokit.examples import load_example
+from topokit.kernels import lazy_metropolis
+from topokit.network import Topology
+from topokit.training import DPConfig, Model, load_digits, train
+from topokit.training.privacy import clip_gradients, clipped_sensitivity
+
+DP_NODES = ("C", "D", "E")
+
+
+class ConstantGradient(Model):
+    """Zero initial parameters and the same gradient g0 for every example: the update is known."""
+
+    def __init__(self, n_features, n_classes, n_params=20_000, value=0.0):
+        super().__init__(n_features, n_classes)
+        self._n_params = n_params
+        self.value = value
+
+    @property
+    def n_params(self):
+        return self._n_params
+
+    def init(self, n_devices, rng):
+        return np.zeros((n_devices, self.n_params))
+
+    def scores(self, params, X):
+        return np.zeros((params.shape[0], X.shape[-2], self.n_classes))
+
+    def per_example_gradients(self, params, X, y):
+        return np.full((params.shape[0], X.shape[1], self.n_params), self.value)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return load_example("toy")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits()
+
+
+def _expected_batch(run, node, batch_size=64):
+    return min(batch_size, run.partition_sizes[run.nodes.index(node)])
+
+
+def test_non_dp_devices_add_no_noise_and_dp_devices_send_one_noisy_message(toy, digits):
+    # Zero gradients and zero initial models: after one round X = A W, W the noise sent.
+    model = ConstantGradient(64, 10, n_params=5_000)
+    run = train(toy, toy.topology, *digits, model=model, rounds=1, lr=0.2, seed=11)
+    A = lazy_metropolis(toy.topology.graph(toy.nodes))
+    sent = np.linalg.solve(A, run.final_params)
+    for i, node in enumerate(toy.nodes):
+        if node in DP_NODES:
+            assert np.std(sent[i]) > 1e-4
+        else:
+            np.testing.assert_allclose(sent[i], 0.0, atol=1e-12)
+    # Every neighbour received the same noisy vector as the sender kept for itself:
+    # X = A W holds with one W, so each row of X is that combination exactly.
+    np.testing.assert_allclose(A @ sent, run.final_params, atol=1e-12)
+
+
+def test_non_dp_devices_stay_exact_without_links(toy, digits):
+    model = ConstantGradient(64, 10, n_params=1_000)
+    run = train(toy, Topology([], dp_devices=DP_NODES), *digits, model=model, rounds=5, seed=0)
+    for i, node in enumerate(toy.nodes):
+        assert np.all(run.final_params[i] == 0.0) == (node not in DP_NODES)
+
+
+@pytest.mark.parametrize("rounds", [1, 4])
+@pytest.mark.parametrize("config", [DPConfig(), DPConfig(epsilon=0.5, max_grad_norm=3.0)])
+def test_empirical_noise_std_matches_the_calibration(toy, digits, rounds, config):
+    lr, decay = 0.3, 0.9
+    model = ConstantGradient(64, 10)
+    run = train(toy, Topology([], dp_devices=DP_NODES), *digits, model=model, rounds=rounds,
+                lr=lr, lr_decay=decay, dp=config, seed=2024)
+    if config.epsilon < 1:
+        z = math.sqrt(2 * math.log(1.25 / config.delta)) / config.epsilon  # classic
+    else:
+        z = dp_accounting.get_sigma_gaussian(config.epsilon, config.delta)  # analytic
+    for node in DP_NODES:
+        assert run.noise_multiplier[node] == pytest.approx(z, rel=1e-12)
+        batch = _expected_batch(run, node)
+        per_round = [z * 2 * lr * decay**t * config.max_grad_norm / batch for t in range(rounds)]
+        expected = math.sqrt(sum(s**2 for s in per_round))
+        values = run.final_params[run.nodes.index(node)]
+        # 20,000 draws: the sample std is within 3% with overwhelming probability.
+        assert np.std(values) == pytest.approx(expected, rel=0.03)
+        assert abs(values.mean()) < 4 * expected / math.sqrt(values.size)
+
+
+def _dp_accounting_epsilon(z, q, steps, delta, accountant="rdp"):
+    event = dp_accounting.GaussianDpEvent(z)
+    if q < 1:
+        event = dp_accounting.PoissonSampledDpEvent(q, event)
+    relation = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    engine = (rdp.RdpAccountant(neighboring_relation=relation) if accountant == "rdp"
+              else pld.PLDAccountant(neighboring_relation=relation))
+    engine.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    return engine.get_epsilon(delta)
+
+
+def test_reported_epsilon_equals_dp_accounting(toy, digits):
+    rounds = 30
+    run = train(toy, toy.topology, *digits, rounds=rounds, dp=DPConfig(), seed=0)
+    z = dp_accounting.get_sigma_gaussian(1.0, 1e-5)
+    assert set(run.epsilon) == set(DP_NODES)
+    for node in DP_NODES:
+        q = 64 / run.partition_sizes[run.nodes.index(node)]
+        assert run.sampling_rate[node] == pytest.approx(q)
+        expected = _dp_accounting_epsilon(z, q, rounds, 1e-5)
+        assert run.epsilon[node] == pytest.approx(expected, rel=1e-9)
+
+
+def test_reported_epsilon_without_amplification_and_with_pld(toy, digits):
+    config = DPConfig(noise_multiplier=2.0, amplification=False, accountant="pld")
+    run = train(toy, toy.topology, *digits, rounds=12, dp=config, seed=0)
+    for node in DP_NODES:
+        assert run.sampling_rate[node] == 1.0
+        assert run.epsilon[node] == pytest.approx(
+            _dp_accounting_epsilon(2.0, 1.0, 12, 1e-5, "pld"), rel=1e-9
+        )
+
+
+def test_per_run_budget_is_spent_over_the_run(toy, digits):
+    run = train(toy, toy.topology, *digits, rounds=20, dp=DPConfig(epsilon=2.0, per="run"), seed=0)
+    for node in DP_NODES:
+        assert run.epsilon[node] <= 2.0 + 1e-6
+        assert run.epsilon[node] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_epsilon_counts_only_the_rounds_run(toy, digits):
+    from topokit.training import Convergence
+
+    run = train(toy, toy.topology, *digits, rounds=200, dp=DPConfig(noise_multiplier=3.0),
+                convergence=Convergence(tol=1.0), seed=0)
+    assert run.stop_rule == "convergence" and run.rounds_run == 2
+    q = run.sampling_rate["C"]
+    assert run.epsilon["C"] == pytest.approx(_dp_accounting_epsilon(3.0, q, 2, 1e-5), rel=1e-9)
+
+
+def test_paper_sensitivity_is_data_dependent_and_flagged(toy, digits):
+    # Full batches (batch_size >= |D_i|): the update is exactly eta * g0, so Delta = 2 eta ||g0||.
+    value, lr, n_params = 0.01, 0.5, 20_000
+    model = ConstantGradient(64, 10, n_params=n_params, value=value)
+    run = train(toy, Topology([], dp_devices=DP_NODES), *digits, model=model, rounds=1, lr=lr,
+                batch_size=10_000, dp=DPConfig(sensitivity="paper"), seed=3)
+    assert run.dp_formal is False
+    z = dp_accounting.get_sigma_gaussian(1.0, 1e-5)
+    expected = z * 2 * lr * value * math.sqrt(n_params)
+    for node in DP_NODES:
+        values = run.final_params[run.nodes.index(node)] + lr * value
+        assert np.std(values) == pytest.approx(expected, rel=0.03)
+
+
+def test_dp_off_adds_nothing_even_with_dp_devices(toy, digits):
+    model = ConstantGradient(64, 10, n_params=100)
+    run = train(toy, toy.topology, *digits, model=model, rounds=3, dp=False, seed=0)
+    assert np.all(run.final_params == 0.0)
+    assert run.epsilon == {} and run.dp_devices == ()
+
+
+def test_clipping_and_sensitivity_helpers():
+    grads = np.array([[3.0, 4.0], [0.3, 0.4]])
+    np.testing.assert_allclose(clip_gradients(grads, 1.0), [[0.6, 0.8], [0.3, 0.4]])
+    assert clipped_sensitivity(0.2, 1.0, 64) == pytest.approx(2 * 0.2 / 64)
+    assert clipped_sensitivity(0.2, 1.0, 64, local_steps=3) == pytest.approx(2 * 0.2 * (1 / 64 + 2))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"per": "epoch"},
+        {"sensitivity": "exact"},
+        {"accountant": "moments"},
+        {"epsilon": 0},
+        {"delta": 1.0},
+        {"max_grad_norm": -1},
+        {"noise_multiplier": 0},
+        {"method": "classic", "epsilon": 1.0},
+    ],
+)
+def test_bad_dp_config_is_rejected(kwargs):
+    with pytest.raises(InvalidInputError):
+        DPConfig(**kwargs)

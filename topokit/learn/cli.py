@@ -1,0 +1,114 @@
+"""Typer commands ``topokit learn`` and ``topokit learn-federated``.
+
+The main app registers :func:`learn_command` and :func:`learn_federated_command`;
+``app`` here holds both for testing.  Errors the user can cause raise
+:class:`~topokit.errors.TopokitError` subclasses (exit status 2 in the main CLI).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import networkx as nx
+import typer
+
+from .._io import atomic_path, atomic_write_text
+from ..errors import InvalidInputError
+from .data import load_signals
+from .federated import learn_federated
+from .solvers import learn_graph, params_for_degree
+
+__all__ = ["app", "learn_command", "learn_federated_command"]
+
+app = typer.Typer(help="Learn graphs from smooth signals.", no_args_is_help=True)
+
+
+def _write_graph_json(graph: nx.Graph, path: str | Path) -> Path:
+    """Write ``graph`` as networkx node-link JSON (``weight`` per edge), atomically."""
+    data = nx.node_link_data(graph, edges="edges")
+    return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _save_plot(graph: nx.Graph, path: Path, title: str) -> None:
+    from .plotting import plot_graph
+
+    fig = plot_graph(graph, title=title)
+    with atomic_path(path, suffix=path.suffix) as tmp:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def learn_command(
+    signals: Path = typer.Argument(..., help="Signals file (.npy or .csv), shape (n_signals, n_nodes)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Log-degree weight (> 0)."),
+    beta: Optional[float] = typer.Option(None, "--beta", help="Weight of 2||w||^2 (>= 0)."),
+    degree: Optional[float] = typer.Option(None, "--degree", help="Target average degree (instead of --alpha/--beta)."),
+    output: Path = typer.Option(Path("graph.json"), "-o", "--output", help="Learned graph (node-link JSON)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
+    solver: str = typer.Option("auto", "--solver", help="auto, fbf or cvxpy."),
+    tol: float = typer.Option(1e-8, "--tol", help="Solver tolerance."),
+) -> None:
+    """Learn one weighted graph from smooth signals (log-degree model)."""
+    X = load_signals(signals)
+    if degree is not None:
+        if alpha is not None or beta is not None:
+            raise InvalidInputError("give either --degree or --alpha/--beta, not both")
+        alpha, beta = params_for_degree(X, degree)
+    elif alpha is None or beta is None:
+        raise InvalidInputError("give --alpha and --beta, or --degree K")
+    result = learn_graph(X, alpha, beta, solver=solver, tol=tol)  # type: ignore[arg-type]
+    _write_graph_json(result.graph, output)
+    if plot is not None:
+        _save_plot(result.graph, plot, f"learned graph ({signals.name})")
+    typer.echo(
+        f"learned {result.graph.number_of_nodes()} nodes, {result.graph.number_of_edges()} edges "
+        f"(alpha={alpha:.4g}, beta={beta:.4g}, objective={result.objective:.6g}, "
+        f"{result.solver}, {result.n_iter} iterations) -> {output}"
+    )
+
+
+def learn_federated_command(
+    client_files: list[Path] = typer.Argument(..., help="One signals file (.npy/.csv) per client."),
+    alpha: float = typer.Option(1.0, "--alpha"),
+    beta: float = typer.Option(0.1, "--beta"),
+    rho: float = typer.Option(0.5, "--rho", help="Coupling to the consensus graph."),
+    lam: float = typer.Option(0.01, "--lam", help="l1 weight of the consensus graph."),
+    rounds: int = typer.Option(50, "--rounds", help="Communication rounds T."),
+    tol: Optional[float] = typer.Option(None, "--tol", help="Stop early at this fixed-point residual."),
+    epsilon: Optional[float] = typer.Option(None, "--epsilon", help="Per-round, per-client DP epsilon."),
+    delta: float = typer.Option(1e-5, "--delta", help="Per-round DP delta."),
+    clip: float = typer.Option(20.0, "--clip", help="Clipping norm C of each signal-difference vector (used with --epsilon)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the DP noise."),
+    output: Path = typer.Option(Path("learned"), "-o", "--output", help="Output folder."),
+) -> None:
+    """Learn client graphs and a consensus graph without sharing signals (PPGL, optional DP)."""
+    signals = [load_signals(path) for path in client_files]
+    result = learn_federated(
+        signals, alpha, beta, rho, lam, rounds=rounds, tol=tol, epsilon=epsilon, delta=delta,
+        clip=clip if epsilon is not None else None, seed=seed,
+    )
+    output.mkdir(parents=True, exist_ok=True)
+    _write_graph_json(result.consensus.graph, output / "consensus.json")
+    for path, graph in zip(client_files, result.local):
+        _write_graph_json(graph.graph, output / f"local_{path.stem}.json")
+    summary = {k: v for k, v in result.to_dict().items() if k not in ("local", "consensus")}
+    atomic_write_text(output / "summary.json", json.dumps(summary, indent=1) + "\n")
+    typer.echo(
+        f"{len(signals)} clients, {result.n_rounds} rounds: consensus has "
+        f"{result.consensus.graph.number_of_edges()} edges -> {output}"
+    )
+    if result.privacy is not None:
+        p = result.privacy
+        typer.echo(
+            f"privacy per client: ({p.epsilon:g}, {p.delta:g}) per round; over {p.rounds} rounds "
+            f"epsilon={p.epsilon_pld:.3g} (PLD) / {p.epsilon_rdp:.3g} (RDP) at delta={p.total_delta:g}, "
+            f"basic composition ({p.basic_epsilon:g}, {p.basic_delta:g})"
+        )
+
+
+app.command("learn")(learn_command)
+app.command("learn-federated")(learn_federated_command)

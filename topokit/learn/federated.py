@@ -1,0 +1,439 @@
+"""Federated multi-graph learning with optional differential privacy (PPGL).
+
+Zhang et al.'s Algorithm 1 [1]_ for the problem (eq. 8, read with its
+adaptive weights as in :mod:`topokit.learn.problems`)
+
+.. math::
+
+    \\min_{w_i \\ge 0,\\, w_{con}} \\sum_i g_i(w_i)
+    + \\frac{\\rho}{2}\\sum_i \\|w_i - w_{con}\\|_2 + \\lambda\\|w_{con}\\|_1,
+    \\qquad g_i(w) = z_i^\\top w - \\alpha \\mathbf 1^\\top\\log(Sw + \\zeta) + 2\\beta\\|w\\|^2 .
+
+One round t:
+
+1. every client i (eqs. 10-12, 22), with momentum carried across rounds,
+   ``w_ex = w^t + xi (w^t - w^{t-1})`` and
+   ``w^{t+1} = Proj_{>=0}(w_ex - eta (grad g_i(w_ex) + s_i + rho gamma_i (w_ex - w_con)))``,
+   ``s_i ~ N(0, sigma_i^2 I)`` when DP is on, and sends only ``w_i``;
+2. the server sets ``w_con = soft(sum gamma_i w_i / sum gamma_i, lambda / (rho sum gamma_i))``
+   with the old gamma (eq. 15), then ``gamma_i = 1 / (2 ||w_i - w_con|| + eps_gamma)`` (eq. 16).
+
+Constants (the paper gives xi, eta, K; we state the rest): xi = 0.1, eta = 0.01,
+K = 1, zeta = 1e-3, eps_gamma = 1e-6, w_0 = 0.01 (every edge, every graph),
+gamma^0 = 1 / I.
+
+DP (Corollary 1): every signal-difference vector z_n is clipped to norm C, so
+one replaced signal moves the client's mean z, hence its gradient, by at most
+2 C / N_i, and its released update by 2 eta C / N_i; the noise is
+``sigma_i = gaussian_sigma(epsilon, delta, 2 C / N_i)`` =
+2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1 (analytic Gaussian
+mechanism from 1 on).  epsilon is per round and per client (Table IV); the
+total over T rounds is accounted with dp-accounting (RDP and PLD) and shown
+beside basic composition (T epsilon, T delta).
+
+References
+----------
+.. [1] X. Zhang et al., "Graph Topology Learning Under Privacy Constraints",
+   Algorithm 1, eqs. (8)-(16), (22), Corollary 1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._random import SeedLike, spawn_generators
+from .._validation import check_in_open_unit_interval, check_nonnegative, check_positive
+from ..errors import InvalidInputError
+from ..privacy import basic_composition, gaussian_epsilon, gaussian_sigma
+from .solvers import (
+    DEFAULT_THRESHOLD,
+    ConvergenceWarning,
+    LearnedGraph,
+    check_signals,
+    edge_index,
+    log_degree_objective,
+    pairwise_sq_distances,
+    signal_difference_norms,
+    weights_to_graph,
+)
+
+__all__ = [
+    "PrivacySpent",
+    "FederatedGraphs",
+    "learn_federated",
+    "federated_objective",
+    "client_means",
+    "XI",
+    "ETA",
+    "ZETA",
+    "EPS_GAMMA",
+    "W0",
+]
+
+XI = 0.1
+ETA = 0.01
+ZETA = 1e-3
+EPS_GAMMA = 1e-6
+W0 = 0.01
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """Privacy of a DP run of :func:`learn_federated`, per client.
+
+    ``epsilon``/``delta`` are per round; ``sigma`` the gradient-noise std of
+    each client; ``noise_multiplier`` = sigma_i / (2 C / N_i) (the same for all
+    clients); ``epsilon_rdp``/``epsilon_pld`` the total over ``rounds`` from
+    dp-accounting at ``total_delta`` = min(rounds * delta, 0.5); ``basic`` is
+    (rounds * epsilon, rounds * delta).
+    """
+
+    epsilon: float
+    delta: float
+    clip: float
+    rounds: int
+    sigma: tuple[float, ...]
+    noise_multiplier: float
+    total_delta: float
+    epsilon_rdp: float
+    epsilon_pld: float
+    basic_epsilon: float
+    basic_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class FederatedGraphs:
+    """Result of :func:`learn_federated`.
+
+    Attributes
+    ----------
+    local : tuple of LearnedGraph
+        One graph per client (objective = g_i(w_i)).
+    consensus : LearnedGraph
+        The consensus graph w_con (objective = the whole federated objective).
+    gamma : ndarray of shape (n_clients,)
+        Final adaptive weights (eq. 16).
+    objective : float
+        sum_i g_i(w_i) + (rho/2) sum_i ||w_i - w_con|| + lambda ||w_con||_1.
+    residual : float
+        Final fixed-point residual (see :func:`learn_federated`).
+    converged : bool
+    n_rounds : int
+    privacy : PrivacySpent or None
+    """
+
+    local: tuple[LearnedGraph, ...]
+    consensus: LearnedGraph
+    gamma: NDArray[np.float64]
+    objective: float
+    residual: float
+    converged: bool
+    n_rounds: int
+    privacy: PrivacySpent | None = None
+    params: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "local": [g.to_dict() for g in self.local],
+            "consensus": self.consensus.to_dict(),
+            "gamma": self.gamma.tolist(),
+            "objective": self.objective,
+            "residual": self.residual,
+            "converged": self.converged,
+            "n_rounds": self.n_rounds,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+            "params": dict(self.params),
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def check_clients(client_signals: Sequence[ArrayLike]) -> list[NDArray[np.float64]]:
+    """Validate a list of (N_i, d) signal arrays with the same d."""
+    if isinstance(client_signals, np.ndarray) and client_signals.ndim == 2:
+        raise InvalidInputError(
+            "client_signals must be a list of arrays (one per client); got one 2-D array. "
+            "Use learn_graph for a single data set or wrap it in a list."
+        )
+    signals = [check_signals(X, name=f"client_signals[{i}]") for i, X in enumerate(client_signals)]
+    if not signals:
+        raise InvalidInputError("client_signals must hold at least one client; got none")
+    sizes = {X.shape[1] for X in signals}
+    if len(sizes) > 1:
+        counts = [X.shape[1] for X in signals]
+        raise InvalidInputError(
+            f"every client must observe the same nodes; got node counts {counts}"
+        )
+    return signals
+
+
+def client_means(X: NDArray[np.float64], clip: float | None) -> NDArray[np.float64]:
+    """Mean signal-difference vector of one client, each z_n clipped to norm ``clip``.
+
+    z_n / max(1, ||z_n|| / C) (the paper's clipping below Corollary 1).
+    """
+    if clip is None:
+        return pairwise_sq_distances(X)
+    scale = 1.0 / np.maximum(1.0, signal_difference_norms(X) / clip)
+    return pairwise_sq_distances(X, sample_weight=scale)
+
+
+def _degrees_rows(W: NDArray, i: NDArray, j: NDArray, d: int) -> NDArray:
+    """S w for every row of W (n_clients, p) -> (n_clients, d)."""
+    out = np.zeros((W.shape[0], d))
+    for r in range(W.shape[0]):
+        out[r] = np.bincount(i, weights=W[r], minlength=d) + np.bincount(j, weights=W[r], minlength=d)
+    return out
+
+
+def _gradients(W, Z, alpha, beta, zeta, i, j, d):
+    inv = 1.0 / (_degrees_rows(W, i, j, d) + zeta)
+    return Z - alpha * (inv[:, i] + inv[:, j]) + 4.0 * beta * W
+
+
+def _soft_threshold(x: NDArray, mu: float) -> NDArray:
+    return np.sign(x) * np.maximum(np.abs(x) - mu, 0.0)
+
+
+def federated_objective(W, w_con, Z, alpha, beta, rho, lam, zeta=ZETA) -> float:
+    """sum_i g_i(w_i) + (rho/2) sum_i ||w_i - w_con||_2 + lambda ||w_con||_1."""
+    total = sum(log_degree_objective(W[r], Z[r], alpha, beta, zeta) for r in range(len(W)))
+    total += rho / 2 * sum(float(np.linalg.norm(W[r] - w_con)) for r in range(len(W)))
+    return float(total + lam * np.abs(w_con).sum())
+
+
+def _fixed_point_residual(W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d):
+    """max_i ||w_i - Proj(w_i - grad_i)||_inf of the round's surrogate (eq. 9), and the server's change."""
+    grad = _gradients(W, Z, alpha, beta, zeta, i, j, d) + rho * gamma[:, None] * (W - w_con)
+    client = float(np.max(np.abs(W - np.maximum(W - grad, 0.0))))
+    return max(client, float(np.max(np.abs(w_con - w_con_prev))))
+
+
+def _privacy(epsilon, delta, clip, sizes, rounds) -> tuple[PrivacySpent, NDArray]:
+    sigmas = np.array([gaussian_sigma(epsilon, delta, 2.0 * clip / n) for n in sizes])
+    multiplier = float(sigmas[0] / (2.0 * clip / sizes[0]))
+    total_delta = min(rounds * delta, 0.5)
+    basic_eps, basic_delta = basic_composition(epsilon, delta, rounds)
+    spent = PrivacySpent(
+        epsilon=epsilon,
+        delta=delta,
+        clip=clip,
+        rounds=rounds,
+        sigma=tuple(float(s) for s in sigmas),
+        noise_multiplier=multiplier,
+        total_delta=total_delta,
+        epsilon_rdp=gaussian_epsilon(multiplier, rounds, total_delta, accountant="rdp"),
+        epsilon_pld=gaussian_epsilon(multiplier, rounds, total_delta, accountant="pld"),
+        basic_epsilon=basic_eps,
+        basic_delta=basic_delta,
+    )
+    return spent, sigmas
+
+
+# --------------------------------------------------------------------------- algorithm
+
+
+def learn_federated(
+    client_signals: Sequence[ArrayLike],
+    alpha: float,
+    beta: float,
+    rho: float,
+    lam: float,
+    *,
+    rounds: int = 50,
+    tol: float | None = None,
+    epsilon: float | None = None,
+    delta: float = 1e-5,
+    clip: float | None = None,
+    seed: SeedLike = None,
+    eta: float = ETA,
+    xi: float = XI,
+    zeta: float = ZETA,
+    eps_gamma: float = EPS_GAMMA,
+    w0: float = W0,
+    threshold: float = DEFAULT_THRESHOLD,
+    coupling: str = "explicit",
+) -> FederatedGraphs:
+    """Learn one graph per client and a consensus graph without sharing signals (PPGL).
+
+    Parameters
+    ----------
+    client_signals : list of array-like of shape (N_i, n_nodes)
+        Each client's signals (same nodes, any N_i).
+    alpha, beta : float
+        Log-degree model of every client (alpha > 0, beta >= 0).
+    rho : float
+        Coupling of the local graphs to the consensus graph (>= 0).
+    lam : float
+        l1 weight of the consensus graph (>= 0).
+    rounds : int
+        Communication rounds T (the paper: 50, far from the fixed point).
+    tol : float, optional
+        Stop early when the fixed-point residual (the largest natural residual
+        of the clients' round problems, eq. 9, and the change of w_con) falls
+        below tol.  Ignored with DP (the noise keeps the iterates moving).
+        When given and not reached, warns with ConvergenceWarning.
+    epsilon : float, optional
+        Per-round, per-client privacy budget; turns DP on (needs ``clip``).
+    delta : float
+        Per-round delta (default 1e-5).
+    clip : float, optional
+        Clipping norm C of each z_n (needed with epsilon; the paper uses 20).
+    seed : int, Generator or None
+        Seed of the DP noise.
+    eta, xi, zeta, eps_gamma, w0 : float
+        Step, momentum, degree offset, gamma offset, initial weights (see module doc).
+    coupling : {"explicit", "implicit"}
+        ``"explicit"``: the paper's client step (eq. 11), a gradient step on
+        ``(rho gamma_i / 2)||w - w_con||^2`` too; unstable once
+        eta rho gamma_i > 2 (1 - xi), i.e. when a local graph comes within
+        about eta rho of the consensus graph.  ``"implicit"``: that quadratic
+        is taken by its proximal step,
+        ``w = Proj_{>=0}((w_ex - eta (grad g_i + s_i) + eta rho gamma_i w_con) / (1 + eta rho gamma_i))``,
+        which agrees to first order in eta rho gamma_i, has the same fixed
+        points and the same DP sensitivity (the data term is scaled by
+        eta / (1 + eta rho gamma_i) <= eta), and is stable for every gamma.
+
+    Returns
+    -------
+    FederatedGraphs
+
+    Raises
+    ------
+    InvalidInputError
+        Clients with different node counts, NaN signals, d < 2, a negative
+        parameter, epsilon without clip.
+    """
+    signals = check_clients(client_signals)
+    alpha = check_positive(alpha, "alpha")
+    beta = check_nonnegative(beta, "beta")
+    rho = check_nonnegative(rho, "rho")
+    lam = check_nonnegative(lam, "lam")
+    eta = check_positive(eta, "eta")
+    zeta = check_positive(zeta, "zeta")
+    eps_gamma = check_positive(eps_gamma, "eps_gamma")
+    w0 = check_positive(w0, "w0")
+    if not 0 <= xi < 1:
+        raise InvalidInputError(f"xi must lie in [0, 1); got {xi}")
+    if coupling not in ("explicit", "implicit"):
+        raise InvalidInputError(f"coupling must be 'explicit' or 'implicit'; got {coupling!r}")
+    if int(rounds) != rounds or rounds < 1:
+        raise InvalidInputError(f"rounds must be a positive integer; got {rounds}")
+    rounds = int(rounds)
+    if tol is not None:
+        tol = check_positive(tol, "tol")
+    if clip is not None:
+        clip = check_positive(clip, "clip")
+    privacy, sigmas = None, None
+    if epsilon is not None:
+        epsilon = check_positive(epsilon, "epsilon")
+        delta = check_in_open_unit_interval(delta, "delta")
+        if clip is None:
+            raise InvalidInputError(
+                "DP needs a clipping norm: pass clip=C (e.g. clip=20.0, the paper's value) "
+                "with epsilon"
+            )
+        privacy, sigmas = _privacy(epsilon, delta, clip, [X.shape[0] for X in signals], rounds)
+    noise_rng = spawn_generators(seed, ["dp_noise"])["dp_noise"]
+
+    d = signals[0].shape[1]
+    n_clients = len(signals)
+    i, j = edge_index(d)
+    Z = np.stack([client_means(X, clip) for X in signals])
+    W = np.full_like(Z, w0)
+    W_prev = W.copy()
+    w_con = np.full(Z.shape[1], w0)
+    gamma = np.full(n_clients, 1.0 / n_clients)
+    residual, n_rounds = math.inf, 0
+    for t in range(rounds):
+        n_rounds = t + 1
+        # clients (eqs. 10-12, 22)
+        W_ex = W + xi * (W - W_prev)
+        grad = _gradients(W_ex, Z, alpha, beta, zeta, i, j, d)
+        if sigmas is not None:
+            grad += sigmas[:, None] * noise_rng.standard_normal(W.shape)
+        W_prev = W
+        pull = eta * rho * gamma[:, None]
+        if coupling == "explicit":
+            W = np.maximum(W_ex - eta * grad - pull * (W_ex - w_con), 0.0)
+        else:
+            W = np.maximum((W_ex - eta * grad + pull * w_con) / (1.0 + pull), 0.0)
+        # server: consensus with the old gamma (eq. 15), then gamma (eq. 16)
+        w_con_prev = w_con
+        c_gamma = gamma.sum()
+        w_con = _soft_threshold(gamma @ W / c_gamma, lam / (rho * c_gamma) if rho > 0 else math.inf)
+        gamma = 1.0 / (2.0 * np.linalg.norm(W - w_con, axis=1) + eps_gamma)
+        if tol is not None and privacy is None:
+            residual = _fixed_point_residual(
+                W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d
+            )
+            if residual < tol:
+                break
+    if tol is None or privacy is not None:  # report the final residual all the same
+        residual = _fixed_point_residual(
+            W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d
+        )
+    converged = tol is not None and privacy is None and residual < tol
+    if tol is not None and privacy is None and not converged:
+        warnings.warn(
+            f"PPGL stopped after {n_rounds} rounds with residual {residual:.2e} > tol={tol:g}; "
+            "raise rounds",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return _result(W, w_con, gamma, Z, alpha, beta, rho, lam, zeta, d, threshold, residual,
+                   converged, n_rounds, privacy)
+
+
+def _result(W, w_con, gamma, Z, alpha, beta, rho, lam, zeta, d, threshold, residual, converged,
+            n_rounds, privacy) -> FederatedGraphs:
+    local = tuple(
+        LearnedGraph(
+            weights=W[r].copy(),
+            graph=weights_to_graph(W[r], d, threshold=threshold),
+            objective=log_degree_objective(W[r], Z[r], alpha, beta, zeta),
+            converged=bool(converged),
+            n_iter=n_rounds,
+            solver="ppgl",
+            residual=float(residual),
+            alpha=alpha,
+            beta=beta,
+            zeta=zeta,
+        )
+        for r in range(W.shape[0])
+    )
+    objective = federated_objective(W, w_con, Z, alpha, beta, rho, lam, zeta)
+    consensus = LearnedGraph(
+        weights=w_con.copy(),
+        graph=weights_to_graph(w_con, d, threshold=threshold),
+        objective=objective,
+        converged=bool(converged),
+        n_iter=n_rounds,
+        solver="ppgl",
+        residual=float(residual),
+        alpha=alpha,
+        beta=beta,
+        zeta=zeta,
+    )
+    return FederatedGraphs(
+        local=local,
+        consensus=consensus,
+        gamma=gamma.copy(),
+        objective=objective,
+        residual=float(residual),
+        converged=bool(converged),
+        n_rounds=n_rounds,
+        privacy=privacy,
+        params={"alpha": alpha, "beta": beta, "rho": rho, "lam": lam, "zeta": zeta},
+    )
