@@ -77,7 +77,7 @@ def write_extract(table: pd.DataFrame, path: Path) -> None:
         "# Extract of the Santander SIoT data set, static devices (Net4uCA/SIoT-IoT-Dataset).\n"
         f"# Cite: {SIOT_CITATION}.\n"
         "# No licence is stated by the source: only this small extract is bundled.\n"
-        "# Made by analyses/make_siot_networks.py; provenance in datasets/README_siot.md.\n"
+        "# Made by analyses/make_siot_networks.py; provenance in datasets/README.md.\n"
     )
     atomic_write_text(path, header + table.to_csv(index=False, lineterminator="\n"))
 

@@ -4,7 +4,8 @@ The top level re-exports the network model, the graph kernels and the design
 API; the subpackages :mod:`topokit.gfl` (privatized graph federated learning),
 :mod:`topokit.learn` (graph learning under privacy), :mod:`topokit.training`
 (D-PSGD with partial DP) and the modules :mod:`topokit.baselines` and
-:mod:`topokit.datasets` are imported on first use.
+:mod:`topokit.datasets` are imported on first use, as are :func:`validate` and
+:func:`calibrate` (which train models).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from .errors import (
     InvalidTopologyError,
     TopokitError,
 )
+# ``topokit.autotag`` names the function; the module stays reachable as
+# ``sys.modules["topokit.autotag"]`` and through ``from topokit.autotag import ...``.
+from .autotag import Design, autotag
 from .examples import list_examples, load_example
 from .kernels import (
     hitting_times,
@@ -36,6 +40,8 @@ _LAZY_SUBMODULES = {"gfl", "learn", "training", "baselines", "datasets", "batch"
                     "privacy", "physical"}
 _LAZY_ATTRIBUTES = {
     "batch_analyze": ("topokit.batch", "batch_analyze"),
+    "validate": ("topokit.validation", "validate"),
+    "calibrate": ("topokit.validation", "calibrate"),
 }
 
 __all__ = [
@@ -54,6 +60,8 @@ __all__ = [
     "Metrics",
     "evaluate",
     "GlobalIteratePredictor",
+    "autotag",
+    "Design",
     "lazy_metropolis",
     "metropolis",
     "hitting_times",

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -45,11 +46,12 @@ def handles_user_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except TopokitError as exc:
-            error_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            error_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
-            error_console.print(f"[bold red]error:[/] {exc.strerror or exc}{where}", highlight=False)
+            error_console.print(f"[bold red]error:[/] {escape(str(exc.strerror or exc))}{escape(where)}",
+                                highlight=False)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -183,6 +185,119 @@ def batch(
     console.print(f"wrote {len(table)} rows to {output}")
 
 
+def _design_with_progress(net, predictor, *, n_jobs: int, trace: bool, nep_patience: int | None,
+                          quiet: bool):
+    from .autotag import autotag
+
+    if quiet:
+        return autotag(net, predictor, n_jobs=n_jobs, trace=trace, nep_patience=nep_patience)
+    with progress_bar("AutoTag") as bar:
+        task = bar.add_task("DP budgets", total=net.n_devices + 1)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return autotag(net, predictor, n_jobs=n_jobs, progress=report, trace=trace,
+                       nep_patience=nep_patience)
+
+
+def baseline_metrics(net, design, predictor, *, seed: int) -> dict[str, dict[str, Any]]:
+    """Metrics of the baselines next to a design: NDLF, DLFDP and DeepPrivacy-ERG."""
+    from .baselines import dlfdp, erg, ndlf
+    from .metrics import evaluate
+
+    topologies = {"NDLF": ndlf(net), "DLFDP": dlfdp(net)}
+    try:
+        topologies["ERG"] = erg(net, seed=seed, reference=design)
+    except InvalidInputError:
+        pass  # no connected random graph with AutoTag's link count: nothing to compare
+    return {name: evaluate(net, topology, predictor).to_dict() for name, topology in topologies.items()}
+
+
+@app.command()
+@handles_user_errors
+def design(
+    network: Path = NetworkArg,
+    example: str = ExampleOpt,
+    predictor: Path = typer.Option(None, "--predictor", help="Calibrated predictor JSON."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write the design as JSON."),
+    plot: Path = typer.Option(None, "--plot", help="Draw the topology and trade-off (PNG)."),
+    n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Threads over DP budgets (-1: all cores)."),
+    nep_patience: int = typer.Option(
+        None, "--nep-patience", help="Stop NEP after this many snapshots without improvement."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the ERG baseline."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Design a topology with AutoTag and compare it with NDLF, DLFDP and ERG.
+
+    Prints the chosen links, the DP devices and the metrics of every framework;
+    --output writes the design (accepted by `analyze --topology`), --plot draws it.
+    """
+    from .predictor import GlobalIteratePredictor
+
+    net = resolve_network(network, example)
+    model = GlobalIteratePredictor.load(predictor) if predictor else None
+    chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
+                                   nep_patience=nep_patience, quiet=as_json)
+    columns = {"AutoTag": chosen.metrics.to_dict(), **baseline_metrics(net, chosen, model, seed=seed)}
+    payload = {"network": net.name, **chosen.to_dict(), "baselines": columns}
+    if output is not None:
+        from ._io import atomic_write_text
+
+        atomic_write_text(output, json.dumps(json_ready(payload), indent=1, allow_nan=False) + "\n")
+    if plot is not None:
+        from .plotting import design_figure, save_figure
+
+        save_figure(design_figure(net, chosen), plot)
+    if as_json:
+        print_json(payload)
+        return
+    social = {frozenset(edge) for edge in net.social.edges}
+    links = ", ".join(
+        f"{u}-{v}" + ("" if frozenset((u, v)) in social else "*") for u, v in chosen.topology.edges
+    )
+    dp = ", ".join(str(node) for node in sorted(chosen.topology.dp_devices, key=str)) or "none"
+    console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices; AutoTag chose budget "
+                  f"n = {chosen.n}")
+    if chosen.topology.n_links <= 40:
+        console.print(f"links (* non-social): {links}", soft_wrap=True)
+    else:
+        non_social = [f"{u}-{v}" for u, v in chosen.topology.non_social_edges(net)]
+        console.print(f"{chosen.topology.n_links} links; non-social: {', '.join(non_social) or 'none'}"
+                      " (all links: --output or --json)", soft_wrap=True)
+    console.print(f"DP devices: {dp}")
+    console.print(metrics_table("AutoTag against the baselines", columns))
+    for path, what in ((output, "design"), (plot, "plot")):
+        if path is not None:
+            console.print(f"wrote {what} to {path}")
+
+
+generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("siot")
+@handles_user_errors
+def generate_siot(
+    devices: int = typer.Option(..., "--devices", "-n", help="Number of devices."),
+    seed: int = typer.Option(None, "--seed", help="Seed (same seed, same network)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Network file (.json or .graphml)."),
+    metres_per_unit: float = typer.Option(
+        None, "--metres-per-unit", help="Scale of the data set's coordinates (default: topokit's)."
+    ),
+) -> None:
+    """A synthetic Social-IoT network with the Santander data set's structure."""
+    from .datasets import DEFAULT_METRES_PER_UNIT, siot
+    from .network import save_network
+
+    net = siot(devices, seed=seed,
+               metres_per_unit=DEFAULT_METRES_PER_UNIT if metres_per_unit is None else metres_per_unit)
+    save_network(net, output)
+    console.print(f"wrote {output}: {net.n_devices} devices, {net.social.number_of_edges()} "
+                  "social links")
+
+
 @app.command("examples")
 @handles_user_errors
 def list_examples_command() -> None:
@@ -197,6 +312,21 @@ def list_examples_command() -> None:
         table.add_row(name, str(net.n_devices), str(net.social.number_of_edges()),
                       "yes" if net.topology else "no")
     console.print(table)
+
+
+def _mount_subcommands() -> None:
+    """The gfl and learn command groups, with the same user-error handling as the rest."""
+    from .gfl import cli as gfl_cli
+    from .learn import cli as learn_cli
+
+    for info in gfl_cli.app.registered_commands:
+        info.callback = handles_user_errors(info.callback)
+    app.add_typer(gfl_cli.app, name="gfl")
+    app.command("learn")(handles_user_errors(learn_cli.learn_command))
+    app.command("learn-federated")(handles_user_errors(learn_cli.learn_federated_command))
+
+
+_mount_subcommands()
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ Net4uCA/SIoT-IoT-Dataset (GitHub).  Cite C. Marche, L. Atzori, V. Pilloni,
 M. Nitti, "How to exploit the Social Internet of Things: Query Generation Model
 and Device Profiles' Dataset", Computer Networks 174 (2020) 107248.  The
 repository states no licence, so topokit bundles only a small extract
-(``datasets/siot_extract.csv``, provenance in ``datasets/README_siot.md``);
+(``datasets/siot_extract.csv``, provenance in ``datasets/README.md``);
 point :func:`load_siot_devices` at your own copy for the full data.
 
 Measured facts (static devices of the full data set; reproduce with

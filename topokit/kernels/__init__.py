@@ -20,6 +20,8 @@ import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
+import numba
+
 from .._validation import (
     as_matrix_stack,
     check_row_stochastic,
@@ -27,7 +29,7 @@ from .._validation import (
     graph_adjacency,
 )
 from ..errors import InvalidInputError
-from . import _dense, _numba
+from . import _dense, _numba, _summary
 
 __all__ = [
     "lazy_metropolis",
@@ -35,7 +37,13 @@ __all__ = [
     "hitting_times",
     "max_hitting_time",
     "spectral_gap",
+    "hitting_time_and_gap",
 ]
+
+#: Up to this many nodes, :func:`hitting_time_and_gap` of one matrix runs the fused
+#: serial kernel; larger single matrices go through the unfused kernels (LAPACK from
+#: ``_dense.DENSE_THRESHOLD`` nodes on).
+FUSED_SINGLE_MAX = 96
 
 
 def _adjacency_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
@@ -188,3 +196,83 @@ def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
         return _dense.spectral_gap_dense(stack[0])
     gaps = _numba.spectral_gap_stack(stack)
     return float(gaps[0]) if single else gaps
+
+
+def hitting_time_and_gap(graph: Any) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """H and spectral gap of the Lazy-Metropolis walk on a graph, in one compiled call.
+
+    The same numbers as ``max_hitting_time(A)`` and ``spectral_gap(A)`` with
+    ``A = lazy_metropolis(graph)`` (to round-off), without building A, the
+    hitting-time matrix or the eigenvalues in Python: one fused kernel per
+    graph computes the weights, the fundamental matrix and lambda_2.  A stack
+    is processed in parallel over its graphs; one matrix of up to
+    ``FUSED_SINGLE_MAX`` nodes runs serially (no thread pool), as
+    :func:`topokit.evaluate` and AutoTag need.
+
+    Parameters
+    ----------
+    graph : networkx.Graph or array-like of shape (n, n) or (k, n, n)
+        A graph (node order ``list(graph)``), a symmetric adjacency matrix
+        (any non-zero off-diagonal entry is a link; the diagonal is ignored),
+        or a stack of them.
+
+    Returns
+    -------
+    hitting_time : float or ndarray of shape (k,)
+        H = max_ij m_ij (DeepPrivacy Definition 6); ``inf`` if disconnected.
+    spectral_gap : float or ndarray of shape (k,)
+        1 - max(|lambda_2|, |lambda_n|) of the Lazy-Metropolis matrix, in
+        (0, 1]; ``0.0`` if disconnected, ``1.0`` for a single node.
+
+    Raises
+    ------
+    ValueError
+        If the adjacency is not square or not symmetric, or has NaN, infinite
+        or negative entries.
+
+    See Also
+    --------
+    lazy_metropolis, max_hitting_time, spectral_gap : the unfused steps.
+
+    Notes
+    -----
+    The Lazy-Metropolis matrix has :math:`a_{ii} \\ge 1/2`, so its eigenvalues
+    lie in [0, 1] and the gap is :math:`1 - \\lambda_2`.  H comes from
+    :math:`Z = (I - A + J/n)^{-1}` (symmetric positive definite for a
+    connected graph, inverted without pivoting) as
+    :math:`\\max_{ij} n (z_{jj} - z_{ij})`; :math:`\\lambda_2` by Householder
+    tridiagonalisation and Sturm-count bisection.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> h, gap = hitting_time_and_gap(nx.cycle_graph(4))
+    >>> round(h, 6), round(gap, 6)
+    (8.0, 0.5)
+    >>> hitting_time_and_gap(nx.Graph([(0, 1), (2, 3)]))
+    (inf, 0.0)
+    """
+    if isinstance(graph, nx.Graph):
+        stack, single = graph_adjacency(graph)[None], True
+    else:
+        stack, single = as_matrix_stack(graph, "adjacency")
+        check_symmetric(stack, "adjacency")
+    n = stack.shape[-1]
+    if single and n <= FUSED_SINGLE_MAX:
+        hitting, gap = _summary.hitting_time_and_gap_one(stack[0])
+        return float(hitting), float(gap)
+    if single:
+        return _hitting_time_and_gap_unfused(stack)
+    chunks = _summary.CHUNKS_PER_THREAD * numba.get_num_threads()
+    return _summary.hitting_time_and_gap_stack(stack, chunks)
+
+
+def _hitting_time_and_gap_unfused(adjacency: NDArray[np.float64]) -> tuple[float, float]:
+    """One large matrix: LAPACK (or the Numba kernels where the graph is disconnected)."""
+    weights = _numba.lazy_metropolis_stack(adjacency)
+    if _use_dense(weights):
+        hitting = float(_dense.hitting_times_dense(weights[0]).max())
+        return hitting, float(_dense.spectral_gap_dense(weights[0]))
+    largest, status = _numba.max_hitting_time_stack(weights)
+    _raise_on_status(status)
+    return float(largest[0]), float(_numba.spectral_gap_stack(weights)[0])

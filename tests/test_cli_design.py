@@ -1,0 +1,94 @@
+"""``topokit design`` and ``topokit generate``: the CLI agrees with the Python API."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from topokit import autotag, evaluate, load_example, load_network, load_topology
+from topokit.baselines import dlfdp, ndlf
+from topokit.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def toy_design(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("design")
+    result = run("design", "--example", "toy", "--json", "-o", str(folder / "design.json"),
+                 "--plot", str(folder / "design.png"))
+    assert result.exit_code == 0, result.output
+    return folder, json.loads(result.output)
+
+
+def test_design_json_matches_api_and_beats_baselines(toy_design):
+    _, record = toy_design
+    net = load_example("toy")
+    expected = autotag(net)
+    assert record["metrics"]["pseudo_time"] == pytest.approx(expected.metrics.pseudo_time)
+    assert record["n"] == expected.n
+    baselines = record["baselines"]
+    assert baselines["NDLF"]["pseudo_time"] == pytest.approx(evaluate(net, ndlf(net)).pseudo_time)
+    assert baselines["DLFDP"]["pseudo_time"] == pytest.approx(evaluate(net, dlfdp(net)).pseudo_time)
+    for name in ("NDLF", "DLFDP"):
+        assert record["metrics"]["pseudo_time"] <= baselines[name]["pseudo_time"] + 1e-9
+    assert len(record["candidates"]) == net.n_devices + 1
+
+
+def test_design_file_is_a_valid_topology_for_analyze(toy_design):
+    folder, record = toy_design
+    topology = load_topology(folder / "design.json")
+    topology.validate(load_example("toy"), require_connected=True)
+    analyzed = json.loads(run("analyze", "--example", "toy", "--topology",
+                              str(folder / "design.json"), "--json").output)
+    assert analyzed["pseudo_time"] == pytest.approx(record["metrics"]["pseudo_time"])
+    png = (folder / "design.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_design_table_names_every_framework():
+    result = run("design", "--example", "toy")
+    assert result.exit_code == 0, result.output
+    for name in ("AutoTag", "NDLF", "DLFDP", "ERG", "DP devices"):
+        assert name in result.output
+
+
+def test_design_with_calibrated_predictor_changes_choice(tmp_path):
+    from topokit import GlobalIteratePredictor
+
+    # A predictor that punishes DP heavily must pick a design without DP devices.
+    predictor = GlobalIteratePredictor().fit([[10, 0], [10, 1], [20, 0]], [10, 1000, 13])
+    predictor.save(tmp_path / "p.json")
+    record = json.loads(run("design", "--example", "siot16", "--predictor",
+                            str(tmp_path / "p.json"), "--json").output)
+    assert record["topology"]["dp_devices"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("design",), "either a NETWORK file or --example"),
+        (("design", "--example", "nope"), "unknown example"),
+        (("design", "--example", "toy", "--predictor", "missing.json"), "no such predictor file"),
+        (("generate", "siot", "--devices", "0", "-o", "x.json"), "n_devices must be a positive"),
+    ],
+)
+def test_design_and_generate_user_errors(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_generate_siot_is_seeded_and_loadable(tmp_path):
+    for name in ("a.json", "b.json"):
+        assert run("generate", "siot", "--devices", "20", "--seed", "3", "-o",
+                   str(tmp_path / name)).exit_code == 0
+    first, second = load_network(tmp_path / "a.json"), load_network(tmp_path / "b.json")
+    assert first == second and first.n_devices == 20
+    first.require_connected()
