@@ -68,6 +68,12 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.positive = positive
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Unfitted, the predictor is eq. (15): predicting before fit is intended.
+        tags.requires_fit = False
+        return tags
+
     @property
     def feature_names(self) -> tuple[str, ...]:
         return FEATURES[:3] if self.use_noise_variance else FEATURES[:2]
