@@ -87,10 +87,12 @@ def main() -> None:
     parser.add_argument("--naive-max", type=int, default=64,
                         help="largest |V| for the straightforward reference (128 takes hours)")
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--exact-256", action="store_true",
+                        help="also run the exact mode (no NEP early stopping) at |V| = 256")
     args = parser.parse_args()
 
     compared = [16, 32] if args.quick else [16, 32, 64]
-    large_exact = [] if args.quick else [128]
+    large_exact = [] if args.quick else [128] + ([256] if args.exact_256 else [])
     large_patience = [] if args.quick else [128, 256]
 
     # Warm-up: load / compile the Numba kernels outside the timings.

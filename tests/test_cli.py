@@ -87,3 +87,19 @@ def test_batch_random_and_bad_spec(tmp_path):
 def test_examples_command_lists_toy():
     result = run("examples")
     assert result.exit_code == 0 and "toy" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("gfl", "run", "bad.toml"), "not valid TOML"),
+        (("learn", "missing.npy", "--degree", "3"), "does not exist"),
+        (("learn-federated", "missing.npy"), "does not exist"),
+    ],
+)
+def test_mounted_subcommands_exit_2_on_user_errors(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.toml").write_text("x = [\n")
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
