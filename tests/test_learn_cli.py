@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from topokit import load_network
 from topokit.errors import InvalidInputError, NetworkFileNotFoundError, TopokitError
 from topokit.learn.cli import app
 from topokit.learn.data import synthetic_federated
@@ -29,6 +30,10 @@ def test_learn_writes_node_link_json_and_plot(tmp_path, data):
     assert graph.number_of_nodes() == 8 and graph.number_of_edges() > 0
     assert all("weight" in d for _, _, d in graph.edges(data=True))
     assert png.stat().st_size > 0
+    # The file is a topokit network: the learned graph is its social graph.
+    net = load_network(out)
+    assert set(net.social.edges) == {tuple(e) for e in graph.edges}
+    assert net.n_devices == 8 and np.all(net.compute_time > 0)
 
 
 def test_learn_csv_with_degree(tmp_path, data):

@@ -25,9 +25,22 @@ __all__ = ["app", "learn_command", "learn_federated_command"]
 app = typer.Typer(help="Learn graphs from smooth signals.", no_args_is_help=True)
 
 
-def _write_graph_json(graph: nx.Graph, path: str | Path) -> Path:
-    """Write ``graph`` as networkx node-link JSON (``weight`` per edge), atomically."""
-    data = nx.node_link_data(graph, edges="edges")
+def _write_graph_json(graph: nx.Graph, path: str | Path, *, seed: int | None = 0) -> Path:
+    """Write a learned graph as a topokit network file, atomically, keeping edge weights.
+
+    The learned graph becomes the social graph; devices get positions and
+    classes from :func:`topokit.datasets.from_networkx`'s seeded rule, so the
+    file feeds ``topokit design`` directly.  Each edge keeps its learned
+    ``weight`` (ignored by :func:`topokit.load_network`, read by networkx).
+    """
+    from ..datasets import from_networkx
+    from ..network import network_to_graph
+
+    net = from_networkx(graph, seed=seed, require_connected=False, name=Path(path).stem)
+    annotated = network_to_graph(net)
+    for u, v, weight in graph.edges(data="weight"):
+        annotated[u][v]["weight"] = float(weight)
+    data = nx.node_link_data(annotated, edges="edges")
     return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
 
 
@@ -47,10 +60,12 @@ def learn_command(
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Log-degree weight (> 0)."),
     beta: Optional[float] = typer.Option(None, "--beta", help="Weight of 2||w||^2 (>= 0)."),
     degree: Optional[float] = typer.Option(None, "--degree", help="Target average degree (instead of --alpha/--beta)."),
-    output: Path = typer.Option(Path("graph.json"), "-o", "--output", help="Learned graph (node-link JSON)."),
+    output: Path = typer.Option(Path("graph.json"), "-o", "--output",
+                                help="Learned graph as a topokit network file (feeds `topokit design`)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
     solver: str = typer.Option("auto", "--solver", help="auto, fbf or cvxpy."),
     tol: float = typer.Option(1e-8, "--tol", help="Solver tolerance."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
     """Learn one weighted graph from smooth signals (log-degree model)."""
     X = load_signals(signals)
@@ -61,7 +76,7 @@ def learn_command(
     elif alpha is None or beta is None:
         raise InvalidInputError("give --alpha and --beta, or --degree K")
     result = learn_graph(X, alpha, beta, solver=solver, tol=tol)  # type: ignore[arg-type]
-    _write_graph_json(result.graph, output)
+    _write_graph_json(result.graph, output, seed=seed)
     if plot is not None:
         _save_plot(result.graph, plot, f"learned graph ({signals.name})")
     typer.echo(
@@ -92,9 +107,9 @@ def learn_federated_command(
         clip=clip if epsilon is not None else None, seed=seed,
     )
     output.mkdir(parents=True, exist_ok=True)
-    _write_graph_json(result.consensus.graph, output / "consensus.json")
+    _write_graph_json(result.consensus.graph, output / "consensus.json", seed=seed)
     for path, graph in zip(client_files, result.local):
-        _write_graph_json(graph.graph, output / f"local_{path.stem}.json")
+        _write_graph_json(graph.graph, output / f"local_{path.stem}.json", seed=seed)
     summary = {k: v for k, v in result.to_dict().items() if k not in ("local", "consensus")}
     atomic_write_text(output / "summary.json", json.dumps(summary, indent=1) + "\n")
     typer.echo(
