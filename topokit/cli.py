@@ -7,6 +7,7 @@ status 2, no traceback.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -319,14 +320,24 @@ def _mount_subcommands() -> None:
     from .gfl import cli as gfl_cli
     from .learn import cli as learn_cli
 
+    # Wrap copies: the gfl app itself stays usable on its own, raising its errors.
+    gfl_app = copy.copy(gfl_cli.app)
+    gfl_app.registered_commands = []
     for info in gfl_cli.app.registered_commands:
-        info.callback = handles_user_errors(info.callback)
-    app.add_typer(gfl_cli.app, name="gfl")
+        wrapped = copy.copy(info)
+        wrapped.callback = handles_user_errors(info.callback)
+        gfl_app.registered_commands.append(wrapped)
+    app.add_typer(gfl_app, name="gfl")
     app.command("learn")(handles_user_errors(learn_cli.learn_command))
     app.command("learn-federated")(handles_user_errors(learn_cli.learn_federated_command))
 
 
 _mount_subcommands()
+
+from . import _cli_validation  # noqa: E402
+
+app.command("validate")(_cli_validation.validate_command)
+app.command("calibrate")(_cli_validation.calibrate_command)
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .autotag import Design
     from .network import Network
 
-__all__ = ["degree_deviation_figure", "design_figure", "save_figure"]
+__all__ = ["degree_deviation_figure", "design_figure", "save_figure", "validation_figure",
+           "accuracy_time_figure", "global_iterate_figure"]
 
 
 def _figure(ncols: int = 1, width: float = 5.0, height: float = 4.0):
@@ -146,4 +147,154 @@ def design_figure(net: Network, design: Design) -> Figure:
     figure, (left, right) = _figure(2, width=5.5, height=4.5)
     _draw_topology(left, net, design)
     _draw_trade_off(right, design)
+    return figure
+
+
+_KIND_STYLE = {
+    "autotag": ("tab:red", "o", "AutoTag"),
+    "ndlf": ("tab:blue", "s", "NDLF"),
+    "dlfdp": ("tab:green", "^", "DLFDP"),
+    "erg": ("tab:purple", "D", "ERG"),
+    "random": ("0.55", ".", "random"),
+    "custom": ("tab:orange", "P", "given"),
+}
+
+
+def validation_figure(frame: pd.DataFrame) -> Figure:
+    """Predicted against measured training time, one column per target accuracy.
+
+    Top: predicted global iterate G' against measured rounds; bottom: pseudo
+    time G' x L against measured physical time (both in the units of the
+    table: rounds and seconds).  One point per run; runs that never reached
+    the target are left out (their count is in the title).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The runs table of :func:`topokit.validate` (columns ``target``,
+        ``kind``, ``predicted_global_iterate``, ``measured_rounds``,
+        ``pseudo_time``, ``measured_time``).
+    """
+    from matplotlib.figure import Figure
+
+    from .validation import _correlation
+
+    targets = sorted(frame["target"].unique())
+    figure = Figure(figsize=(4.2 * len(targets), 7.5), layout="constrained")
+    axes = figure.subplots(2, len(targets), squeeze=False)
+    rows = (
+        ("predicted_global_iterate", "measured_rounds", "predicted global iterate G' (rounds)",
+         "measured rounds"),
+        ("pseudo_time", "measured_time", "pseudo time G' x L (s)", "measured physical time (s)"),
+    )
+    for column, target in enumerate(targets):
+        group = frame[frame["target"] == target]
+        reached = group.dropna(subset=["measured_rounds"])
+        for row, (x_name, y_name, x_label, y_label) in enumerate(rows):
+            axis = axes[row, column]
+            for kind, points in reached.groupby("kind", sort=False):
+                color, marker, label = _KIND_STYLE.get(kind, ("black", "x", kind))
+                axis.scatter(points[x_name], points[y_name], s=18, c=color, marker=marker,
+                             alpha=0.7, linewidths=0, label=label)
+            rho = _correlation(reached[x_name].to_numpy(float), reached[y_name].to_numpy(float),
+                               "spearman")
+            missing = int(group["measured_rounds"].isna().sum())
+            axis.set_title(f"target {target:g}: Spearman {rho:.2f}"
+                           + (f" ({missing} runs never reached)" if missing else ""), fontsize=9)
+            axis.set_xlabel(x_label)
+            axis.set_ylabel(y_label)
+            if row == 0 and column == 0 and len(reached):
+                axis.legend(fontsize=7, loc="best")
+    return figure
+
+
+def accuracy_time_figure(
+    curves: pd.DataFrame,
+    *,
+    panel: str | None = None,
+    hue: str = "topology",
+    time_scale: float = 3600.0,
+    time_label: str = "physical time (h)",
+    labels: dict | None = None,
+) -> Figure:
+    """Averaged accuracy against physical time, mean over trials, one line per ``hue``.
+
+    Parameters
+    ----------
+    curves : DataFrame
+        Columns ``round``, ``time`` (seconds), ``mean_accuracy``, ``hue`` and
+        optionally ``panel`` (as :attr:`topokit.validation.ValidationResult.curves`,
+        with extra columns added by the caller).
+    panel : str, optional
+        A column whose values get one subplot each (three per row).
+    hue : str, default "topology"
+    time_scale : float, default 3600
+        Seconds per unit of the x axis.
+    labels : dict, optional
+        Legend label of each ``hue`` value.
+    """
+    from matplotlib.figure import Figure
+
+    keys = [None] if panel is None else list(dict.fromkeys(curves[panel]))
+    ncols = min(3, len(keys))
+    nrows = -(-len(keys) // ncols)
+    figure = Figure(figsize=(4.6 * ncols, 3.6 * nrows), layout="constrained")
+    axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
+    for axis, key in zip(axes, keys, strict=False):
+        part = curves if key is None else curves[curves[panel] == key]
+        for name, group in part.groupby(hue, sort=False):
+            mean = group.groupby("round")[["time", "mean_accuracy"]].mean()
+            axis.plot(mean["time"] / time_scale, mean["mean_accuracy"], lw=1.4,
+                      label=(labels or {}).get(name, name))
+        axis.set_xlabel(time_label)
+        axis.set_ylabel("averaged test accuracy")
+        if key is not None:
+            axis.set_title(str(key), fontsize=9)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="lower right")
+    for axis in axes[len(keys):]:
+        axis.set_visible(False)
+    return figure
+
+
+def global_iterate_figure(frame: pd.DataFrame, planes: dict[str, tuple[float, float, float]],
+                          *, rounds: str = "measured_rounds") -> Figure:
+    """The paper's Fig. 4: measured global iterate against H and phi, with fitted planes.
+
+    Left: the runs in (H, phi, rounds) space and every plane
+    G = c_H H + c_phi phi + b as a wireframe.  Right: each plane's prediction
+    against the measured rounds (the diagonal is a perfect fit).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``hitting_time``, ``phi`` and ``rounds``.
+    planes : dict
+        Label -> (c_H, c_phi, intercept), e.g. the fitted plane and eq. (15).
+    """
+    from matplotlib.figure import Figure
+
+    data = frame.dropna(subset=[rounds])
+    H = data["hitting_time"].to_numpy(float)
+    phi = data["phi"].to_numpy(float)
+    G = data[rounds].to_numpy(float)
+    figure = Figure(figsize=(11, 4.8), layout="constrained")
+    left = figure.add_subplot(1, 2, 1, projection="3d")
+    right = figure.add_subplot(1, 2, 2)
+    left.scatter(H, phi, G, s=8, c="black", alpha=0.6, label="runs")
+    grid_h, grid_phi = np.meshgrid(np.linspace(H.min(), H.max(), 8), np.linspace(0, 1, 8))
+    colors = ("tab:red", "tab:blue", "tab:green", "tab:purple")
+    for (label, (c_h, c_phi, b)), color in zip(planes.items(), colors, strict=False):
+        left.plot_wireframe(grid_h, grid_phi, c_h * grid_h + c_phi * grid_phi + b, color=color,
+                            lw=0.7, alpha=0.7, label=label)
+        right.scatter(c_h * H + c_phi * phi + b, G, s=8, color=color, alpha=0.6, label=label)
+    low, high = float(G.min()), float(G.max())
+    right.plot([low, high], [low, high], color="0.4", lw=1, ls="--", label="measured = predicted")
+    left.set_xlabel("hitting time H")
+    left.set_ylabel("DP ratio phi")
+    left.set_zlabel("global iterate G (rounds)")
+    left.legend(fontsize=7, loc="upper left")
+    right.set_xlabel("predicted global iterate G' (rounds)")
+    right.set_ylabel("measured global iterate G (rounds)")
+    right.legend(fontsize=7)
     return figure

@@ -1,0 +1,227 @@
+"""``topokit validate`` and ``topokit calibrate``: predicted against measured training time.
+
+Registered on the main app at the end of :mod:`topokit.cli` (this module
+imports its helpers, so it is imported from there, not before).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from .cli import (
+    ExampleOpt,
+    JsonOpt,
+    NetworkArg,
+    console,
+    handles_user_errors,
+    print_json,
+    progress_bar,
+    resolve_network,
+)
+from .errors import InvalidInputError
+
+__all__ = ["validate_command", "calibrate_command", "parse_targets"]
+
+HOUR = 3600.0
+
+
+def parse_targets(text: str) -> list[float]:
+    """``"0.85,0.9"`` -> [0.85, 0.9]; the range (0, 1] is checked by :func:`topokit.validate`."""
+    values = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise InvalidInputError(
+                f"cannot read target {part!r}; expected accuracies in (0, 1] such as 0.85,0.9"
+            ) from None
+    if not values:
+        raise InvalidInputError("give at least one target accuracy, e.g. --targets 0.85,0.9")
+    return values
+
+
+def _number(value: float, digits: int = 3) -> str:
+    """Compact: whole numbers from 100 on, else ``digits`` significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
+
+
+def _spread(mean: float, std: float) -> str:
+    if mean is None or math.isnan(mean):
+        return "-"
+    if std is None or math.isnan(std):
+        return _number(mean)
+    return f"{_number(mean)}±{_number(std, 2)}"
+
+
+def _summary_table(result, title: str, max_rows: int = 40) -> Table:
+    summary = result.summary()
+    targets = sorted(summary["target"].unique())
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+                  collapse_padding=True, caption=escape(
+        "L: local iterate (s); G': predicted global iterate (rounds); G'L: pseudo time (h); "
+        "G@a: measured rounds to accuracy a, mean±std over the trials that reached it "
+        "[reached/trials if not all]; T@a: their mean physical time G x L (h)"))
+    table.add_column("topology", no_wrap=True)
+    for column in ("H", "phi", "L", "G'", "G'L"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for target in targets:
+        table.add_column(f"G@{target:g}", justify="right", no_wrap=True)
+        table.add_column(f"T@{target:g}", justify="right", no_wrap=True)
+    by_topology = list(summary.groupby("topology", sort=False))
+    for name, group in by_topology[:max_rows]:
+        first = group.iloc[0]
+        cells = [escape(str(name)), _number(first["hitting_time"]), _number(first["phi"], 2),
+                 _number(first["local_iterate"]), _number(first["predicted_global_iterate"]),
+                 _number(first["pseudo_time"] / HOUR)]
+        for target in targets:
+            row = group[group["target"] == target].iloc[0]
+            rounds = _spread(row["rounds_mean"], row["rounds_std"])
+            if row["reached"] < row["trials"]:
+                rounds += escape(f" [{int(row['reached'])}/{int(row['trials'])}]")
+            cells += [rounds, _number(row["time_mean"] / HOUR)]
+        table.add_row(*cells)
+    if len(by_topology) > max_rows:
+        table.caption += f"; {len(by_topology) - max_rows} more topologies in the runs table"
+    return table
+
+
+def _correlation_table(result) -> Table:
+    table = Table(title="predicted against measured (runs that reached the target)")
+    for column in ("target", "runs", "never reached", "Spearman time", "Pearson time",
+                   "Spearman rounds", "Pearson rounds"):
+        table.add_column(column, justify="right")
+    for row in result.correlations().itertuples():
+        table.add_row(f"{row.target:g}", str(row.n), str(row.never_reached),
+                      _number(row.spearman_time, 3), _number(row.pearson_time, 3),
+                      _number(row.spearman_rounds, 3), _number(row.pearson_rounds, 3))
+    return table
+
+
+@handles_user_errors
+def validate_command(
+    network: Path = NetworkArg,
+    example: str = ExampleOpt,
+    topologies: str = typer.Option(
+        "autotag,ndlf,dlfdp,erg", "--topologies", "-t",
+        help="Comma-separated: autotag, ndlf, dlfdp, erg, random:K (K random valid topologies).",
+    ),
+    dataset: str = typer.Option(
+        "digits", "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR."
+    ),
+    targets: str = typer.Option("0.85,0.9", "--targets", help="Target accuracies in (0, 1]."),
+    trials: int = typer.Option(5, "--trials", help="Training runs per topology."),
+    seed: int = typer.Option(0, "--seed", help="Seed of trials, ERG and random topologies."),
+    rounds: int = typer.Option(200, "--rounds", help="Target round T of every run."),
+    skewness: float = typer.Option(
+        None, "--skewness", help="Non-IID skewness K in [0, 1] (default: IID)."
+    ),
+    predictor: Path = typer.Option(None, "--predictor", help="Calibrated predictor JSON."),
+    n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Parquet file of the runs."),
+    plot: Path = typer.Option(None, "--plot", help="Scatter of predicted against measured (PNG)."),
+    restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's pieces."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Train over AutoTag's topology and the baselines; compare predicted and measured time.
+
+    One row per topology, trial and target goes to the Parquet output: H, phi,
+    L, predicted global iterate and pseudo time next to the measured rounds
+    and physical time to each target (NaN if never reached).  Prints the mean
+    and spread over trials and the Spearman / Pearson correlations.  An
+    interrupted run resumes when called again with the same arguments.
+    """
+    from .predictor import GlobalIteratePredictor
+    from .validation import validate
+
+    net = resolve_network(network, example)
+    model = GlobalIteratePredictor.load(predictor) if predictor else None
+    train_kwargs = {"rounds": rounds}
+    if skewness is not None:
+        train_kwargs["partition"] = skewness
+    arguments = dict(topologies=topologies, dataset=dataset, targets=parse_targets(targets),
+                     trials=trials, seed=seed, predictor=model, n_jobs=n_jobs, output=output,
+                     resume=not restart, **train_kwargs)
+    if as_json:
+        result = validate(net, **arguments)
+    else:
+        with progress_bar("validate") as bar:
+            task = bar.add_task("training runs", total=None)
+
+            def report(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = validate(net, progress=report, **arguments)
+    if plot is not None:
+        result.plot(plot)
+    if as_json:
+        print_json({**result.to_dict(), "output": str(output),
+                    "plot": None if plot is None else str(plot)})
+        return
+    name = net.name or network
+    console.print(_summary_table(result, f"{name}: {net.n_devices} devices, {trials} trial(s) "
+                                         "per topology"))
+    console.print(_correlation_table(result))
+    console.print(f"wrote {len(result.frame)} rows to {output}")
+    if plot is not None:
+        console.print(f"wrote plot to {plot}")
+
+
+@handles_user_errors
+def calibrate_command(
+    runs: Path = typer.Argument(..., help="Parquet runs table written by topokit validate."),
+    output: Path = typer.Option(..., "--output", "-o", help="Predictor JSON to write."),
+    noise_variance: bool = typer.Option(
+        False, "--noise-variance", help="Also fit the cumulative noise variance U."
+    ),
+    target: float = typer.Option(
+        None, "--target", help="Which target's rounds to fit (default: the highest)."
+    ),
+    cv: int = typer.Option(5, "--cv", help="Cross-validation folds (over topologies)."),
+    positive: bool = typer.Option(False, "--positive", help="Coefficients >= 0."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the fold split."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Fit the global-iterate predictor on measured runs and write it as JSON.
+
+    Reports R^2, the cross-validated error (folds over topologies) and the
+    Spearman correlation of predicted and measured physical time with the
+    paper's eq. (15) and with the fitted coefficients.  `topokit analyze
+    --predictor` and `topokit design --predictor` take the file.
+    """
+    from .validation import calibrate
+
+    result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
+                       positive=positive, seed=seed)
+    result.save(output)
+    if as_json:
+        print_json({**result.to_dict(), "output": str(output)})
+        return
+    from .predictor import PAPER_COEFFICIENTS, PAPER_INTERCEPT
+
+    paper = {**PAPER_COEFFICIENTS, "intercept": PAPER_INTERCEPT}
+    table = Table(title=f"global iterate to accuracy {result.target:g}: {result.n_runs} runs of "
+                        f"{result.n_topologies} topologies ({result.n_censored} never reached it)")
+    for column in ("coefficient", "fitted", "eq. (15)"):
+        table.add_column(column, justify="right")
+    for key, value in result.coefficients.items():
+        table.add_row(key, f"{value:.6g}", f"{paper[key]:.6g}" if key in paper else "-")
+    console.print(table)
+    console.print(f"R^2 (in sample) {_number(result.r2, 3)}; cross-validated RMSE "
+                  f"{_number(result.cv_rmse, 3)} ± {_number(result.cv_rmse_std, 2)} rounds "
+                  f"({result.cv_folds} folds over topologies)")
+    console.print(
+        f"Spearman(predicted, measured physical time): eq. (15) {_number(result.spearman_paper, 3)}"
+        f" -> fitted {_number(result.spearman_fitted, 3)} (out of fold "
+        f"{_number(result.spearman_fitted_cv, 3)})"
+    )
+    console.print(f"wrote predictor to {output}")
