@@ -6,8 +6,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from .kernels import lazy_metropolis, max_hitting_time, spectral_gap
+from .kernels import hitting_time_and_gap
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 
@@ -56,16 +57,31 @@ class Metrics:
 
 def dp_ends(net: Network, topology: Topology) -> set:
     """Devices that are ends of a non-social link of ``topology``."""
-    return {node for edge in topology.non_social_edges(net) for node in edge}
+    return _ends(topology.non_social_edges(net))
+
+
+def _ends(edges: list[tuple[Any, Any]]) -> set:
+    return {node for edge in edges for node in edge}
+
+
+def _edge_indices(net: Network, topology: Topology) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Row and column indices (node order ``net.nodes``) of the links of ``topology``."""
+    index = net.index
+    count = len(topology.edges)
+    rows = np.fromiter((index[u] for u, _ in topology.edges), dtype=np.int64, count=count)
+    cols = np.fromiter((index[v] for _, v in topology.edges), dtype=np.int64, count=count)
+    return rows, cols
+
+
+def _local_iterate(net: Network, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> float:
+    if rows.size == 0:
+        return float(net.compute_time.max())
+    return float(net.link_times[rows, cols].max())
 
 
 def local_iterate(net: Network, topology: Topology) -> float:
     """L(G_c) = max over links of d_ij + max(r_i, r_j) (eq. 8); max_i r_i without links."""
-    if not topology.edges:
-        return float(net.compute_time.max())
-    rows = np.fromiter((net.index[u] for u, _ in topology.edges), dtype=np.int64)
-    cols = np.fromiter((net.index[v] for _, v in topology.edges), dtype=np.int64)
-    return float(net.link_times[rows, cols].max())
+    return _local_iterate(net, *_edge_indices(net, topology))
 
 
 def evaluate(
@@ -108,12 +124,14 @@ def evaluate(
         topology = Topology(net.social.edges)
     topology.validate(net)
     predictor = predictor if predictor is not None else GlobalIteratePredictor()
-    transition = lazy_metropolis(topology.graph(net.nodes))
-    hitting = max_hitting_time(transition)
-    gap = spectral_gap(transition)
-    ends = dp_ends(net, topology)
-    phi = len(ends) / net.n_devices
-    iterate = local_iterate(net, topology)
+    rows, cols = _edge_indices(net, topology)
+    adjacency = np.zeros((net.n_devices, net.n_devices))
+    adjacency[rows, cols] = 1.0
+    adjacency[cols, rows] = 1.0
+    hitting, gap = hitting_time_and_gap(adjacency)  # one serial compiled call
+    non_social = topology.non_social_edges(net)
+    phi = len(_ends(non_social)) / net.n_devices
+    iterate = _local_iterate(net, rows, cols)
     predicted = predictor.predict_one(hitting, phi, noise_variance)
     return Metrics(
         hitting_time=float(hitting),
@@ -124,7 +142,7 @@ def evaluate(
         pseudo_time=predicted * iterate,
         n_devices=net.n_devices,
         n_links=topology.n_links,
-        n_non_social_links=len(topology.non_social_edges(net)),
+        n_non_social_links=len(non_social),
         n_dp_devices=len(topology.dp_devices),
         connected=bool(np.isfinite(hitting)),
     )

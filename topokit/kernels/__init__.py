@@ -1,8 +1,14 @@
 """Graph kernels of the DeepPrivacy topology model (the hot path).
 
 Public, validated functions over the private Numba kernels of
-:mod:`topokit.kernels._numba`.  Each accepts one matrix of shape (n, n) or a
+:mod:`topokit.kernels._numba` (one step each) and :mod:`topokit.kernels._summary`
+(weights, H and gap fused).  Each accepts one matrix of shape (n, n) or a
 stack of shape (k, n, n) and processes stacks in parallel.
+
+A single matrix never enters Numba's thread pool: it runs on the calling
+thread (or, when large, in LAPACK).  Waking the pool costs more than the
+arithmetic of a small matrix, and its threads, spinning after a parallel
+region, slow down the LAPACK calls that follow.
 
 References
 ----------
@@ -17,10 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 import networkx as nx
+import numba
 import numpy as np
 from numpy.typing import NDArray
-
-import numba
 
 from .._validation import (
     as_matrix_stack,
@@ -41,9 +46,10 @@ __all__ = [
 ]
 
 #: Up to this many nodes, :func:`hitting_time_and_gap` of one matrix runs the fused
-#: serial kernel; larger single matrices go through the unfused kernels (LAPACK from
-#: ``_dense.DENSE_THRESHOLD`` nodes on).
-FUSED_SINGLE_MAX = 96
+#: serial kernel; larger single matrices go to LAPACK, which uses every core.  Measured
+#: on 2 idle cores: 3.2 ms fused against 3.4 ms for LAPACK's inverse and eigvalsh alone
+#: at n = 256; LAPACK wins from about n = 320 on.
+FUSED_SINGLE_MAX = 256
 
 
 def _adjacency_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
@@ -82,8 +88,11 @@ def lazy_metropolis(graph: Any) -> NDArray[np.float64]:
     [[0.75, 0.25, 0.0], [0.25, 0.5, 0.25], [0.0, 0.25, 0.75]]
     """
     stack, single = _adjacency_stack(graph)
-    weights = _numba.lazy_metropolis_stack(stack)
-    return weights[0] if single else weights
+    if single:
+        weights = np.empty_like(stack[0])
+        _numba._lazy_metropolis_one(stack[0], weights)
+        return weights
+    return _numba.lazy_metropolis_stack(stack)
 
 
 def metropolis(graph: Any) -> NDArray[np.float64]:
@@ -95,8 +104,11 @@ def metropolis(graph: Any) -> NDArray[np.float64]:
     Accepts the same inputs as :func:`lazy_metropolis`.
     """
     stack, single = _adjacency_stack(graph)
-    weights = _numba.metropolis_stack(stack)
-    return weights[0] if single else weights
+    if single:
+        weights = np.empty_like(stack[0])
+        _numba._metropolis_one(stack[0], weights)
+        return weights
+    return _numba.metropolis_stack(stack)
 
 
 def _transition_stack(transition: Any) -> tuple[NDArray[np.float64], bool]:
@@ -123,6 +135,14 @@ def _raise_on_status(status: NDArray[np.int64]) -> None:
             "return to, so hitting times depend on absorption probabilities. Use a symmetric "
             "weight matrix such as topokit.lazy_metropolis(G)."
         )
+
+
+def _hitting_times_serial(transition: NDArray[np.float64]) -> NDArray[np.float64]:
+    """One matrix on the calling thread (see the module docstring on single matrices)."""
+    times = np.empty_like(transition)
+    status = _numba.hitting_times_one(transition, times)
+    _raise_on_status(np.array([status]))
+    return times
 
 
 def hitting_times(transition: Any) -> NDArray[np.float64]:
@@ -160,9 +180,11 @@ def hitting_times(transition: Any) -> NDArray[np.float64]:
     stack, single = _transition_stack(transition)
     if _use_dense(stack):
         return _dense.hitting_times_dense(stack[0])
+    if single:
+        return _hitting_times_serial(stack[0])
     times, status = _numba.hitting_times_stack(stack)
     _raise_on_status(status)
-    return times[0] if single else times
+    return times
 
 
 def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
@@ -174,9 +196,11 @@ def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
     stack, single = _transition_stack(transition)
     if _use_dense(stack):
         return float(_dense.hitting_times_dense(stack[0]).max())
+    if single:
+        return float(_hitting_times_serial(stack[0]).max())
     largest, status = _numba.max_hitting_time_stack(stack)
     _raise_on_status(status)
-    return float(largest[0]) if single else largest
+    return largest
 
 
 def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
@@ -194,11 +218,14 @@ def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
     check_symmetric(stack, "A")
     if _use_dense(stack):
         return _dense.spectral_gap_dense(stack[0])
-    gaps = _numba.spectral_gap_stack(stack)
-    return float(gaps[0]) if single else gaps
+    if single:
+        return float(_numba.spectral_gap_one(stack[0]))
+    return _numba.spectral_gap_stack(stack)
 
 
-def hitting_time_and_gap(graph: Any) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]:
+def hitting_time_and_gap(
+    graph: Any,
+) -> tuple[float, float] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """H and spectral gap of the Lazy-Metropolis walk on a graph, in one compiled call.
 
     The same numbers as ``max_hitting_time(A)`` and ``spectral_gap(A)`` with
@@ -206,8 +233,9 @@ def hitting_time_and_gap(graph: Any) -> tuple[float, float] | tuple[NDArray[np.f
     hitting-time matrix or the eigenvalues in Python: one fused kernel per
     graph computes the weights, the fundamental matrix and lambda_2.  A stack
     is processed in parallel over its graphs; one matrix of up to
-    ``FUSED_SINGLE_MAX`` nodes runs serially (no thread pool), as
-    :func:`topokit.evaluate` and AutoTag need.
+    ``FUSED_SINGLE_MAX`` nodes runs serially on the calling thread (no thread
+    pool), which is what :func:`topokit.evaluate` uses; larger single
+    matrices go to LAPACK.
 
     Parameters
     ----------
@@ -262,17 +290,16 @@ def hitting_time_and_gap(graph: Any) -> tuple[float, float] | tuple[NDArray[np.f
         hitting, gap = _summary.hitting_time_and_gap_one(stack[0])
         return float(hitting), float(gap)
     if single:
-        return _hitting_time_and_gap_unfused(stack)
+        return _hitting_time_and_gap_unfused(stack[0])
     chunks = _summary.CHUNKS_PER_THREAD * numba.get_num_threads()
     return _summary.hitting_time_and_gap_stack(stack, chunks)
 
 
 def _hitting_time_and_gap_unfused(adjacency: NDArray[np.float64]) -> tuple[float, float]:
-    """One large matrix: LAPACK (or the Numba kernels where the graph is disconnected)."""
-    weights = _numba.lazy_metropolis_stack(adjacency)
-    if _use_dense(weights):
-        hitting = float(_dense.hitting_times_dense(weights[0]).max())
-        return hitting, float(_dense.spectral_gap_dense(weights[0]))
-    largest, status = _numba.max_hitting_time_stack(weights)
-    _raise_on_status(status)
-    return float(largest[0]), float(_numba.spectral_gap_stack(weights)[0])
+    """One large matrix: LAPACK, or the serial Numba kernels where the graph is disconnected."""
+    weights = np.empty_like(adjacency)
+    _numba._lazy_metropolis_one(adjacency, weights)
+    if _use_dense(weights[None]):
+        hitting = float(_dense.hitting_times_dense(weights).max())
+        return hitting, float(_dense.spectral_gap_dense(weights))
+    return float(_hitting_times_serial(weights).max()), float(_numba.spectral_gap_one(weights))
