@@ -24,6 +24,7 @@ from .errors import (
 from .autotag import Design, autotag
 from .examples import list_examples, load_example
 from .kernels import (
+    hitting_time_and_gap,
     hitting_times,
     lazy_metropolis,
     max_hitting_time,
@@ -65,6 +66,7 @@ __all__ = [
     "lazy_metropolis",
     "metropolis",
     "hitting_times",
+    "hitting_time_and_gap",
     "max_hitting_time",
     "spectral_gap",
     *_LAZY_ATTRIBUTES,

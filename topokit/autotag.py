@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from .errors import InvalidInputError
 from .kernels import _incremental
-from .metrics import Metrics
+from .metrics import Metrics, evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 
@@ -353,7 +353,7 @@ def autotag(
     started = time.perf_counter()
     if V == 1:  # nothing to link: the empty topology for both budgets
         empty = Topology((), ())
-        metrics = _metrics(net, empty, predictor)
+        metrics = evaluate(net, empty, predictor)
         candidates = tuple(Candidate(n=n, topology=empty, metrics=metrics, phase="CGP", step=-1)
                            for n in range(2))
         if progress is not None:
@@ -395,7 +395,7 @@ def autotag(
         candidates.append(Candidate(
             n=n,
             topology=topology,
-            metrics=_metrics(net, topology, predictor),
+            metrics=evaluate(net, topology, predictor),
             phase=PHASES[int(phases[step])] if len(phases) else "CGP",
             step=int(step),
         ))
@@ -460,41 +460,6 @@ def _rank_limit(V: int) -> int:
 
 #: Fresh inverse after this many Woodbury updates (bounds round-off drift; see tests).
 REFRESH_EVERY = 100
-
-
-def _metrics(net: Network, topology: Topology, predictor: GlobalIteratePredictor | None) -> Metrics:
-    """``evaluate(net, topology, predictor)`` with the serial kernels.
-
-    The public kernels parallelise over a stack of matrices; for one matrix at
-    a time their thread start-up dominates, so AutoTag's |V| + 1 candidates
-    use the serial kernels (tests check equality with :func:`evaluate`).
-    """
-    from .kernels import _numba
-    from .metrics import dp_ends, local_iterate
-
-    topology.validate(net)
-    predictor = predictor if predictor is not None else GlobalIteratePredictor()
-    V = net.n_devices
-    adjacency = np.zeros((V, V))
-    for u, v in topology.edges:
-        a, b = net.index[u], net.index[v]
-        adjacency[a, b] = adjacency[b, a] = 1.0
-    transition = np.empty((V, V))
-    _numba._lazy_metropolis_one(adjacency, transition)
-    times = np.empty((V, V))
-    _numba.hitting_times_one(transition, times)
-    hitting = float(times.max())
-    gap = float(_numba.spectral_gap_one(transition))
-    non_social = topology.non_social_edges(net)
-    phi = len(dp_ends(net, topology)) / V
-    iterate = local_iterate(net, topology)
-    predicted = predictor.predict_one(hitting, phi)
-    return Metrics(
-        hitting_time=hitting, spectral_gap=gap, phi=phi, local_iterate=iterate,
-        predicted_global_iterate=predicted, pseudo_time=predicted * iterate, n_devices=V,
-        n_links=topology.n_links, n_non_social_links=len(non_social),
-        n_dp_devices=len(topology.dp_devices), connected=bool(np.isfinite(hitting)),
-    )
 
 
 def _run_one(problem: _Problem, n: int, coefficients, patience: int) -> tuple:

@@ -20,10 +20,11 @@ import numpy as np
 from numba import njit, prange
 
 from ._random import SeedLike, check_random_state
-from .autotag import Candidate, Design, _linear_coefficients, _metrics, _problem
+from .autotag import Candidate, Design, _linear_coefficients, _problem
 from .errors import InvalidInputError
 from .kernels._config import PARALLEL_FLAGS
 from .kernels._numba import _lazy_metropolis_one, hitting_times_one
+from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 
@@ -304,7 +305,7 @@ def optimum(net: Network, predictor: GlobalIteratePredictor | None = None) -> De
         return _with_dp_ends(net, edges)
 
     scored = {n_dp: (topology_of(mask), None) for n_dp, mask in masks_by_ndp.items()}
-    scored = {n_dp: (topo, _metrics(net, topo, predictor)) for n_dp, (topo, _) in scored.items()}
+    scored = {n_dp: (topo, evaluate(net, topo, predictor)) for n_dp, (topo, _) in scored.items()}
     if not scored:
         raise InvalidInputError("no connected topology with finite-delay links exists")
     candidates = []

@@ -126,7 +126,9 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
         if not np.isfinite(hitting_time):
             return float("inf")
         row = [hitting_time, phi] + ([noise_variance or 0.0] if self.use_noise_variance else [])
-        return float(self.predict(np.array([row]))[0])
+        coef, intercept = self._coefficients()
+        # Called once per AutoTag candidate: skip predict's array validation.
+        return float(np.dot(coef, row) + intercept)
 
     # -- persistence (JSON, never pickle) ---------------------------------------------------
 
