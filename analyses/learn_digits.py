@@ -12,7 +12,6 @@ analyses/out/learn_digits.{json,png}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,11 +20,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import out_path, run_quick  # noqa: E402
+
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.learn import community_scores, digits_views, fedavg, igl, learn_federated  # noqa: E402
 from topokit.learn.plotting import plot_adjacencies  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "out"
 BETA, RHO, LAM, ROUNDS, ETA = 0.05, 0.3, 0.01, 2000, 0.05
 
 
@@ -48,16 +48,13 @@ def main(quick: bool) -> None:
             "eps_total_pld": dp.privacy.epsilon_pld, "delta_total": dp.privacy.total_delta}
     for name, s in results.items():
         print(f"{name:32s} " + "  ".join(f"{k}={v:.3f}" for k, v in s.items()))
-    atomic_write_text(OUT / "learn_digits.json", json.dumps(results, indent=1) + "\n")
+    atomic_write_text(out_path("learn_digits.json"), json.dumps(results, indent=1) + "\n")
     order = np.argsort(labels, kind="stable")
     fig = plot_adjacencies([ppgl.consensus.weights], len(labels), ["PPGL-C, digits 0/1/6"])
     _ = order
-    with atomic_path(OUT / "learn_digits.png", suffix=".png") as tmp:
+    with atomic_path(out_path("learn_digits.png"), suffix=".png") as tmp:
         fig.savefig(tmp, dpi=110, format="png")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    OUT.mkdir(exist_ok=True)
-    main(parser.parse_args().quick)
+    run_quick(main)

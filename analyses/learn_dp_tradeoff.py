@@ -12,7 +12,6 @@ dp-accounting (PLD and RDP, at total delta T * 1e-5) beside basic composition.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,10 +20,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topokit._io import atomic_write_text  # noqa: E402
+from _common import run_quick, write_table  # noqa: E402
+
 from topokit.learn import edge_scores, igl, learn_federated, synthetic_federated  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "out"
 ROUNDS, ETA, BETA, RHO, LAM, C, DELTA = 100, 0.2, 0.01, 0.1, 0.01, 20.0, 1e-5
 
 
@@ -61,18 +60,12 @@ def main(quick: bool) -> None:
                          "eps_basic": p.basic_epsilon if p else np.nan,
                          "delta_total": p.total_delta if p else np.nan})
             print(rows[-1], flush=True)
-    frame = pd.DataFrame(rows)
-    atomic_write_text(OUT / "learn_dp_tradeoff.csv", frame.to_csv(index=False))
-    md = ["| N | method | F | RE | sigma | eps total (PLD) | eps total (RDP) | basic T*eps |",
-          "|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r.N} | {r.method} | {r.F:.3f} | {r.RE:.3f} | {r.sigma:.3g} | {r.eps_total_pld:.3g} | "
-           f"{r.eps_total_rdp:.3g} | {r.eps_basic:.3g} |" for r in frame.itertuples()]
-    atomic_write_text(OUT / "learn_dp_tradeoff.md", "\n".join(md) + "\n")
-    print("\n".join(md))
+    write_table("learn_dp_tradeoff", pd.DataFrame(rows), [
+        ("N", "N", ""), ("method", "method", ""), ("F", "F", ".3f"), ("RE", "RE", ".3f"),
+        ("sigma", "sigma", ".3g"), ("eps total (PLD)", "eps_total_pld", ".3g"),
+        ("eps total (RDP)", "eps_total_rdp", ".3g"), ("basic T*eps", "eps_basic", ".3g"),
+    ])
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    OUT.mkdir(exist_ok=True)
-    main(parser.parse_args().quick)
+    run_quick(main)

@@ -15,7 +15,6 @@ and learn_graphs.png.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
@@ -27,12 +26,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import out_path, run_quick, write_table  # noqa: E402
+
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.learn import edge_scores, fedavg, igl, learn_federated, synthetic_federated  # noqa: E402
 from topokit.learn.metrics import threshold_sensitivity  # noqa: E402
 from topokit.learn.plotting import plot_adjacencies  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "out"
 ROUNDS, ETA = 2000, 0.05
 BETAS = [0.002, 0.005, 0.01, 0.02, 0.05]
 RHOS = [0.03, 0.1, 0.3, 1.0]
@@ -111,25 +111,21 @@ def main(quick: bool) -> None:
                                   for m, tab in [("PPGL-L", sens), ("IGL", sens_i),
                                                  ("PPGL-C", sens_c)]
                                   for t, s in tab.items()])
-            atomic_write_text(OUT / "learn_threshold_sensitivity.csv", frame.to_csv(index=False))
+            atomic_write_text(out_path("learn_threshold_sensitivity.csv"),
+                              frame.to_csv(index=False))
             print(frame.round(3).to_string(index=False))
             fig = plot_adjacencies(
                 [d.local_weights[0], res.local[0].weights, d.consensus_weights,
                  res_c.consensus.weights], 20,
                 ["true client 1", "PPGL-L client 1", "true consensus", "PPGL-C"])
-            with atomic_path(OUT / "learn_graphs.png", suffix=".png") as tmp:
+            with atomic_path(out_path("learn_graphs.png"), suffix=".png") as tmp:
                 fig.savefig(tmp, dpi=110, format="png")
-    frame = pd.DataFrame(records)
-    atomic_write_text(OUT / "learn_tables.csv", frame.to_csv(index=False))
-    md = ["| table | N | q | method | precision | recall | F | RE |", "|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r.table} | {r.N} | {r.q} | {r.method} | {r.precision:.3f} | {r.recall:.3f} | "
-           f"{r.F:.3f} | {r.RE:.3f} |" for r in frame.itertuples()]
-    atomic_write_text(OUT / "learn_tables.md", "\n".join(md) + "\n")
-    print("\n".join(md))
+    write_table("learn_tables", pd.DataFrame(records), [
+        ("table", "table", ""), ("N", "N", ""), ("q", "q", ""), ("method", "method", ""),
+        ("precision", "precision", ".3f"), ("recall", "recall", ".3f"), ("F", "F", ".3f"),
+        ("RE", "RE", ".3f"),
+    ])
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    OUT.mkdir(exist_ok=True)
-    main(parser.parse_args().quick)
+    run_quick(main)

@@ -12,7 +12,6 @@ import pytest
 from naive_training import naive_train
 from topokit._random import spawn_generators
 from topokit.errors import InvalidInputError, InvalidTopologyError, NetworkFileError
-from topokit.examples import load_example
 from topokit.kernels import lazy_metropolis
 from topokit.network import Topology
 from topokit.training import (
@@ -29,16 +28,6 @@ from topokit.training import (
     train,
 )
 from topokit.training.core import ROLES
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return load_example("toy")
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits()
 
 
 # --------------------------------------------------------------------------------------------

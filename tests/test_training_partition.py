@@ -6,12 +6,10 @@ import numpy as np
 import pytest
 
 from topokit.errors import InvalidInputError
-from topokit.examples import load_example
 from topokit.training import (
     DirichletPartitioner,
     IidPartitioner,
     SkewPartitioner,
-    load_digits,
     make_partitioner,
     train,
 )
@@ -129,13 +127,12 @@ def test_make_partitioner_dispatch():
     assert make_partitioner(dirichlet) is dirichlet
 
 
-def test_train_uses_the_partition():
-    net = load_example("toy")
-    X, y = load_digits()
-    run = train(net, net.topology, X, y, rounds=2, partition=DirichletPartitioner(6, alpha=0.3),
+def test_train_uses_the_partition(toy, digits):
+    X, y = digits
+    run = train(toy, toy.topology, X, y, rounds=2, partition=DirichletPartitioner(6, alpha=0.3),
                 dp=False, seed=0)
     sizes = run.partition_sizes
     assert 1340 <= sum(sizes) <= 1350  # the 75% training share of 1,797 rows
     assert len(set(sizes)) > 1  # Dirichlet parts are unequal
-    iid = train(net, net.topology, X, y, rounds=2, dp=False, seed=0)
+    iid = train(toy, toy.topology, X, y, rounds=2, dp=False, seed=0)
     assert max(iid.partition_sizes) - min(iid.partition_sizes) <= 1

@@ -10,10 +10,9 @@ import pytest
 from dp_accounting import pld, rdp
 
 from topokit.errors import InvalidInputError
-from topokit.examples import load_example
 from topokit.kernels import lazy_metropolis
 from topokit.network import Topology
-from topokit.training import DPConfig, Model, load_digits, train
+from topokit.training import DPConfig, Model, train
 from topokit.training.privacy import clip_gradients, clipped_sensitivity
 
 DP_NODES = ("C", "D", "E")
@@ -39,16 +38,6 @@ class ConstantGradient(Model):
 
     def per_example_gradients(self, params, X, y):
         return np.full((params.shape[0], X.shape[1], self.n_params), self.value)
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return load_example("toy")
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits()
 
 
 def _expected_batch(run, node, batch_size=64):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import topokit.validation as validation_module
-from topokit import autotag, evaluate, load_example
+from topokit import autotag, evaluate
 from topokit.baselines import dlfdp, ndlf
 from topokit.errors import (
     InvalidInputError,
@@ -20,7 +20,7 @@ from topokit.errors import (
 from topokit.network import Topology
 from topokit.predictor import GlobalIteratePredictor
 from topokit.privacy import gaussian_sigma
-from topokit.training import load_digits, train
+from topokit.training import train
 from topokit.validation import (
     RUN_COLUMNS,
     ValidationResult,
@@ -32,16 +32,6 @@ from topokit.validation import (
 SETTINGS = dict(topologies=("autotag", "ndlf", "dlfdp"), trials=2, rounds=40,
                 targets=(0.8, 0.999), seed=0)
 TOPOLOGIES = ("autotag", "ndlf", "dlfdp")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return load_example("toy")
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits()
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +93,12 @@ def test_measured_values_are_the_training_runs(toy, digits, result):
     assert row["epsilon"] == pytest.approx(max(run.epsilon.values()))
 
 
-def test_noise_variance_is_the_cumulative_per_coordinate_variance(toy):
+def test_noise_variance_is_the_cumulative_per_coordinate_variance(toy, digits):
     topologies = {"ndlf": ndlf(toy), "dlfdp": dlfdp(toy)}
     one = validate(toy, topologies, trials=1, rounds=1, lr=0.5, targets=(0.5,)).frame
     assert one.loc[one["topology"] == "ndlf", "noise_variance"].item() == 0.0
     # One round, K = 1, clipping C = 1: sigma_i = z * lr * 2C / B_i with B_i = min(64, |D_i|).
-    run = train(toy, topologies["dlfdp"], *load_digits(), rounds=1, lr=0.5,
+    run = train(toy, topologies["dlfdp"], *digits, rounds=1, lr=0.5,
                 seed=int(one["seed"].iloc[0]))
     z = gaussian_sigma(1.0, 1e-5, 1.0)
     sizes = np.minimum(64, np.array(run.partition_sizes, dtype=float))

@@ -34,6 +34,19 @@ def degrees(w, d):
 
 
 @njit(**NJIT_FLAGS)
+def _forward(x, vi, vj, step, four_beta):
+    """One edge of the forward step x - step (4 beta x + S^T v), with (S^T v)_k = v_i + v_j."""
+    return x - step * (four_beta * x + vi + vj)
+
+
+@njit(**NJIT_FLAGS)
+def _prox(y, zk, step):
+    """One edge of the primal prox max(0, y - step z)."""
+    p = y - step * zk
+    return 0.0 if p < 0.0 else p
+
+
+@njit(**NJIT_FLAGS)
 def _accumulate(w, z, v, d, step, four_beta, sw, sp):
     """sw = S w and sp = S P with P = max(0, w - step (4 beta w + S^T v) - step z)."""
     for i in range(d):
@@ -46,9 +59,7 @@ def _accumulate(w, z, v, d, step, four_beta, sw, sp):
         acc_p = 0.0
         for j in range(i + 1, d):
             wk = w[k]
-            p_k = wk - step * (four_beta * wk + vi + v[j]) - step * z[k]
-            if p_k < 0.0:
-                p_k = 0.0
+            p_k = _prox(_forward(wk, vi, v[j], step, four_beta), z[k], step)
             acc_w += wk
             acc_p += p_k
             sw[j] += wk
@@ -111,18 +122,14 @@ def fbf_loop(z, w, v, d, alpha, beta, zeta, step, tol, max_iter):
             for j in range(i + 1, d):
                 wk = w[k]
                 zk = z[k]
-                y_k = wk - step * (four_beta * wk + vi + v_old[j])
-                p_k = y_k - step * zk
-                if p_k < 0.0:
-                    p_k = 0.0
-                diff = p_k - step * (four_beta * p_k + pi + p_bar[j]) - y_k
+                y_k = _forward(wk, vi, v_old[j], step, four_beta)
+                p_k = _prox(y_k, zk, step)
+                diff = _forward(p_k, pi, p_bar[j], step, four_beta) - y_k
                 wk = wk + diff
                 w[k] = wk
                 primal_change += diff * diff
                 primal_norm += wk * wk
-                p_next = wk - step * (four_beta * wk + vi_new + v[j]) - step * zk
-                if p_next < 0.0:
-                    p_next = 0.0
+                p_next = _prox(_forward(wk, vi_new, v[j], step, four_beta), zk, step)
                 acc_w += wk
                 acc_p += p_next
                 sw_next[j] += wk

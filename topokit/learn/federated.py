@@ -51,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._random import SeedLike, spawn_generators
 from .._validation import check_in_open_unit_interval, check_nonnegative, check_positive
 from ..errors import InvalidInputError
-from ..privacy import basic_composition, gaussian_epsilon, gaussian_sigma
+from ..privacy import account_epsilon, basic_composition, calibrate_noise
 from .solvers import (
     DEFAULT_THRESHOLD,
     ConvergenceWarning,
@@ -221,8 +221,9 @@ def _fixed_point_residual(W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta
 
 
 def _privacy(epsilon, delta, clip, sizes, rounds) -> tuple[PrivacySpent, NDArray]:
-    sigmas = np.array([gaussian_sigma(epsilon, delta, 2.0 * clip / n) for n in sizes])
-    multiplier = float(sigmas[0] / (2.0 * clip / sizes[0]))
+    sensitivity = 2.0 * clip / np.asarray(sizes, dtype=np.float64)
+    sigmas = calibrate_noise(epsilon, delta, sensitivity=sensitivity)
+    multiplier = float(sigmas[0] / sensitivity[0])
     total_delta = min(rounds * delta, 0.5)
     basic_eps, basic_delta = basic_composition(epsilon, delta, rounds)
     spent = PrivacySpent(
@@ -233,8 +234,8 @@ def _privacy(epsilon, delta, clip, sizes, rounds) -> tuple[PrivacySpent, NDArray
         sigma=tuple(float(s) for s in sigmas),
         noise_multiplier=multiplier,
         total_delta=total_delta,
-        epsilon_rdp=gaussian_epsilon(multiplier, rounds, total_delta, accountant="rdp"),
-        epsilon_pld=gaussian_epsilon(multiplier, rounds, total_delta, accountant="pld"),
+        epsilon_rdp=float(account_epsilon(multiplier, rounds, total_delta, accountant="rdp")),
+        epsilon_pld=float(account_epsilon(multiplier, rounds, total_delta, accountant="pld")),
         basic_epsilon=basic_eps,
         basic_delta=basic_delta,
     )
@@ -398,11 +399,11 @@ def learn_federated(
 
 def _result(W, w_con, gamma, Z, alpha, beta, rho, lam, zeta, d, threshold, residual, converged,
             n_rounds, privacy) -> FederatedGraphs:
-    local = tuple(
-        LearnedGraph(
-            weights=W[r].copy(),
-            graph=weights_to_graph(W[r], d, threshold=threshold),
-            objective=log_degree_objective(W[r], Z[r], alpha, beta, zeta),
+    def learned(weights: NDArray, objective: float) -> LearnedGraph:
+        return LearnedGraph(
+            weights=weights.copy(),
+            graph=weights_to_graph(weights, d, threshold=threshold),
+            objective=objective,
             converged=bool(converged),
             n_iter=n_rounds,
             solver="ppgl",
@@ -411,21 +412,13 @@ def _result(W, w_con, gamma, Z, alpha, beta, rho, lam, zeta, d, threshold, resid
             beta=beta,
             zeta=zeta,
         )
+
+    local = tuple(
+        learned(W[r], log_degree_objective(W[r], Z[r], alpha, beta, zeta))
         for r in range(W.shape[0])
     )
     objective = federated_objective(W, w_con, Z, alpha, beta, rho, lam, zeta)
-    consensus = LearnedGraph(
-        weights=w_con.copy(),
-        graph=weights_to_graph(w_con, d, threshold=threshold),
-        objective=objective,
-        converged=bool(converged),
-        n_iter=n_rounds,
-        solver="ppgl",
-        residual=float(residual),
-        alpha=alpha,
-        beta=beta,
-        zeta=zeta,
-    )
+    consensus = learned(w_con, objective)
     return FederatedGraphs(
         local=local,
         consensus=consensus,

@@ -49,8 +49,6 @@ Accounting
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -59,7 +57,7 @@ from numpy.typing import NDArray
 
 from .._validation import check_in_open_unit_interval, check_positive
 from ..errors import InvalidInputError
-from ..privacy import gaussian_epsilon, gaussian_sigma, noise_multiplier_for_run
+from ..privacy import account_epsilon, calibrate_noise
 
 __all__ = [
     "DPConfig",
@@ -186,52 +184,26 @@ def resolve_noise_multipliers(
     rates = np.asarray(sampling_rates, dtype=np.float64)
     if config.noise_multiplier is not None:
         return np.full(rates.shape, config.noise_multiplier)
-    if config.per == "round":
-        z = gaussian_sigma(config.epsilon, config.delta, 1.0, method=config.method)
-        return np.full(rates.shape, z)
-    cache: dict[float, float] = {}
-    out = np.empty(rates.shape)
-    for i, q in enumerate(rates):
-        q = float(q)
-        if q not in cache:
-            # Calibrated with RDP whatever the accountant: RDP's epsilon bounds PLD's from above,
-            # so the PLD-reported epsilon stays <= the budget; and calibrating with PLD through
-            # topokit.privacy starts its bracket at multiplier 1e-3, whose PLD needs ~40 GB.
-            with _quiet_absl():
-                cache[q] = noise_multiplier_for_run(
-                    config.epsilon, config.delta, rounds, sampling_rate=q, accountant="rdp"
-                )
-        out[i] = cache[q]
-    return out
-
-
-@contextlib.contextmanager
-def _quiet_absl():
-    # dp-accounting's RDP accountant logs a warning for every Renyi order it has to drop
-    # (harmless: the order is excluded from the minimum); keep the user's log readable.
-    logger = logging.getLogger("absl")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+    # per="run" is calibrated with RDP whatever the accountant: RDP's epsilon bounds PLD's from
+    # above, so the PLD-reported epsilon stays <= the budget.
+    return calibrate_noise(
+        config.epsilon,
+        config.delta,
+        steps=rounds if config.per == "run" else None,
+        sampling_rate=rates,
+        method=config.method,
+        accountant="rdp",
+    )
 
 
 def epsilon_spent(
     config: DPConfig, noise_multipliers: NDArray, sampling_rates: NDArray, rounds: int
 ) -> NDArray[np.float64]:
     """Epsilon at ``config.delta`` spent by each DP device over ``rounds`` releases (0 if none)."""
-    out = np.zeros(len(noise_multipliers))
-    if rounds < 1:
-        return out
-    cache: dict[tuple[float, float], float] = {}
-    for i, (z, q) in enumerate(zip(noise_multipliers, sampling_rates)):
-        key = (float(z), float(q))
-        if key not in cache:
-            with _quiet_absl():
-                cache[key] = gaussian_epsilon(
-                    key[0], rounds, config.delta, sampling_rate=key[1], accountant=config.accountant
-                )
-        out[i] = cache[key]
-    return out
+    return account_epsilon(
+        noise_multipliers,
+        rounds,
+        config.delta,
+        sampling_rate=sampling_rates,
+        accountant=config.accountant,
+    )
