@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "claim_parts_dir"]
 
 
 @contextlib.contextmanager
@@ -52,3 +52,25 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically."""
     return _write(path, "wb", lambda handle: handle.write(data))
+
+
+def claim_parts_dir(parts_dir: Path, description: dict) -> None:
+    """Mark ``parts_dir`` as holding the resumable pieces of the job ``description``.
+
+    A resumed run may reuse the pieces only if it is the same job; another job
+    pointed at the same output gets a clear error instead of mixed results.
+    """
+    import json
+
+    from .errors import InvalidInputError
+
+    manifest = Path(parts_dir) / "manifest.json"
+    if manifest.exists():
+        previous = json.loads(manifest.read_text())
+        if previous != description:
+            raise InvalidInputError(
+                f"{parts_dir} holds an interrupted run of a different job ({previous}); "
+                "delete it or choose another output path"
+            )
+    else:
+        atomic_write_text(manifest, json.dumps(description))

@@ -13,7 +13,6 @@ size, worker count or resumption.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_path, atomic_write_text
+from ._io import atomic_path, claim_parts_dir
 from .errors import InvalidInputError, NetworkFileNotFoundError, TopokitError
 from .kernels import hitting_time_and_gap
 
@@ -102,12 +101,10 @@ def _connected(adjacency: np.ndarray) -> bool:
 
 def _ensemble_chunk(ensemble: RandomEnsemble, start: int, stop: int) -> pd.DataFrame:
     indices = np.arange(start, stop)
-    adjacency = np.stack(
-        [
-            random_connected_adjacency(ensemble.n, ensemble.m, np.random.default_rng([ensemble.seed, i]))
-            for i in indices
-        ]
-    )
+    adjacency = np.stack([
+        random_connected_adjacency(ensemble.n, ensemble.m, np.random.default_rng([ensemble.seed, i]))
+        for i in indices
+    ])
     hitting, gap = hitting_time_and_gap(adjacency)
     degrees = adjacency.sum(axis=2)
     mean_degree = 2.0 * ensemble.m / ensemble.n
@@ -151,19 +148,6 @@ def _run_chunk(task: Callable[[], pd.DataFrame], part: Path) -> Path:
     with atomic_path(part) as tmp:
         frame.to_parquet(tmp, index=False)
     return part
-
-
-def _manifest(parts_dir: Path, description: dict[str, Any]) -> None:
-    manifest = parts_dir / "manifest.json"
-    if manifest.exists():
-        previous = json.loads(manifest.read_text())
-        if previous != description:
-            raise InvalidInputError(
-                f"{parts_dir} holds an interrupted run of a different job ({previous}); "
-                "delete it or choose another output path"
-            )
-    else:
-        atomic_write_text(manifest, json.dumps(description))
 
 
 def batch_analyze(
@@ -228,7 +212,7 @@ def batch_analyze(
     if parts_dir.exists() and not resume:
         shutil.rmtree(parts_dir)
     parts_dir.mkdir(parents=True, exist_ok=True)
-    _manifest(parts_dir, description)
+    claim_parts_dir(parts_dir, description)
     parts = [parts_dir / f"part-{k:06d}.parquet" for k in range(len(tasks))]
     todo = [k for k, part in enumerate(parts) if not part.exists()]
     done = len(parts) - len(todo)

@@ -35,9 +35,8 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_path
+from ._io import atomic_path, claim_parts_dir
 from ._random import SeedLike, seed_sequence
-from .batch import _manifest
 from .errors import InvalidInputError, NetworkFileError, NetworkFileNotFoundError, NotFittedError
 from .metrics import evaluate
 from .network import Network, Topology
@@ -625,7 +624,7 @@ def validate(
         if parts_dir.exists() and not resume:
             shutil.rmtree(parts_dir)
         parts_dir.mkdir(parents=True, exist_ok=True)
-        _manifest(parts_dir, {"kind": "validate", "network": str(net.name),
+        claim_parts_dir(parts_dir, {"kind": "validate", "network": str(net.name),
                               "job": _job_fingerprint(net, built, X, y, config)})
         paths = [(parts_dir / f"runs-{k:06d}.parquet", parts_dir / f"curve-{k:06d}.parquet")
                  for k in range(len(pieces))]
