@@ -46,13 +46,14 @@ def naive_train(
     dp_rows = sorted(net.index[v] for v in topology.dp_devices) if dp else []
     if dp_rows:
         q = accounting_sampling_rates(dp, sampler.sizes[dp_rows], batch_size, local_steps)
-        z = dict(zip(dp_rows, resolve_noise_multipliers(dp, q, rounds)))
+        z = dict(zip(dp_rows, resolve_noise_multipliers(dp, q, rounds), strict=True))
     A = lazy_metropolis(topology.graph(net.nodes))
     params = model.init(n, rngs["init"])
     x = [params[i].copy() for i in range(n)]
 
     def accuracy(i):
-        return float(np.mean(model.predict(x[i][None], X_test)[0] == y_test))
+        scores = model.scores(x[i][None], X_test)[0]
+        return float(np.mean(scores.argmax(axis=1) == y_test))
 
     checkpoints, accuracies = [0], [[accuracy(i) for i in range(n)]]
     for t in range(rounds):

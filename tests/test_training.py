@@ -8,8 +8,8 @@ import pickle
 
 import numpy as np
 import pytest
-
 from naive_training import naive_train
+
 from topokit._random import spawn_generators
 from topokit.errors import InvalidInputError, InvalidTopologyError, NetworkFileError
 from topokit.kernels import lazy_metropolis
@@ -28,7 +28,6 @@ from topokit.training import (
     train,
 )
 from topokit.training.core import ROLES
-
 
 # --------------------------------------------------------------------------------------------
 # Learning and reproducibility
@@ -387,3 +386,125 @@ def test_many_devices_sparse_mixing_matches_the_reference(digits):
     _, accuracy, params = naive_train(net, topology, *digits, rounds=3, batch_size=8, seed=2)
     np.testing.assert_allclose(run.accuracy, accuracy)
     np.testing.assert_allclose(run.final_params, params, rtol=1e-9, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels of the fast paths
+# --------------------------------------------------------------------------------------------
+
+
+def _certified_cases(model, rng):
+    n, p = 6, model.n_params
+    yield "random", 0.3 * rng.standard_normal((n, p))
+    yield "tiny", 1e-9 * rng.standard_normal((n, p))
+    yield "large", 1e3 * rng.standard_normal((n, p))
+    yield "zero (every class tied)", np.zeros((n, p))
+    tied = rng.standard_normal((n, model.n_features + 1, model.n_classes))
+    tied[:, :, 3] = tied[:, :, 1]  # two identical classes: exact ties wherever they lead
+    yield "tied classes", tied.reshape(n, p)
+    subnormal = rng.standard_normal((n, p))
+    subnormal[::2] *= 1e-42  # below float32's normal range
+    yield "subnormal", subnormal
+
+
+def test_certified_float32_accuracy_equals_float64_labels(digits):
+    X, y = digits
+    X_test, y_test = X[:300], y[:300]
+    model = LogisticRegression(64, 10)
+    evaluate = model.evaluator(X_test, y_test)
+    rng = np.random.default_rng(4)
+    for case, params in _certified_cases(model, rng):
+        plain = Model.accuracy(model, params, X_test, y_test)  # scores().argmax(), float64
+        np.testing.assert_array_equal(evaluate(params), plain, err_msg=case)
+        np.testing.assert_array_equal(model.accuracy(params, X_test, y_test), plain, err_msg=case)
+        labels = model.scores(params, X_test).argmax(axis=-1)
+        np.testing.assert_array_equal(model.predict(params, X_test), labels, err_msg=case)
+
+
+def test_certified_accuracy_sends_nan_and_huge_weights_to_float64(digits):
+    X, y = digits
+    model = LogisticRegression(64, 10)
+    params = np.random.default_rng(5).standard_normal((4, model.n_params))
+    params[1, 7] = np.nan
+    params[2] *= 1e34  # float32 would overflow
+    params[3, -1] = np.inf
+    evaluate = model.evaluator(X[:200], y[:200])
+    np.testing.assert_array_equal(evaluate(params), model.accuracy(params, X[:200], y[:200]))
+
+
+def test_fused_logreg_gradient_with_precomputed_norms_and_buffer():
+    model = LogisticRegression(6, 4, init_scale=1.0)
+    rng = np.random.default_rng(2)
+    params = model.init(3, rng)
+    X = 3 * rng.standard_normal((3, 7, 6))
+    y = rng.integers(0, 4, (3, 7))
+    weight = rng.random((3, 7))
+    bounds = np.array([0.3, np.inf, 2.0])
+    out = np.empty_like(params)
+    fast = model.gradient(params, X, y, weight, bounds,
+                          row_sq_norms=np.einsum("nbf,nbf->nb", X, X), out=out)
+    assert fast is out
+    explicit = Model.gradient(model, params, X, y, weight, bounds)
+    np.testing.assert_allclose(fast, explicit, rtol=1e-12, atol=1e-14)
+
+
+def test_evenly_spaced_dp_rows_index_a_view():
+    from topokit.training.core import _as_slice
+
+    assert _as_slice(np.array([0, 4, 8])) == slice(0, 9, 4)
+    assert _as_slice(np.array([5])) == slice(5, 6)
+    rows = np.array([0, 1, 5])
+    assert _as_slice(rows) is rows
+    data = np.arange(20.0)
+    for rows in ([0, 4, 8], [3], [1, 2, 7], [2, 5, 8, 11]):
+        rows = np.array(rows)
+        np.testing.assert_array_equal(data[_as_slice(rows)], data[rows])
+
+
+def test_all_finite_kernel_matches_numpy():
+    from topokit.training._kernels import all_finite
+
+    values = np.random.default_rng(0).standard_normal((4, 9))
+    assert all_finite(values)
+    for bad in (np.nan, np.inf, -np.inf):
+        spoiled = values.copy()
+        spoiled[2, 5] = bad
+        assert not all_finite(spoiled)
+    assert all_finite(np.full((2, 3), 1e308))
+
+
+def test_non_finite_parameters_stop_the_run_as_diverged(toy, digits):
+    model = LogisticRegression(64, 10, init_scale=1e308)  # some initial weights overflow
+    with np.errstate(all="ignore"):
+        run = train(toy, toy.topology, *digits, model=model, rounds=50, dp=False, seed=0)
+    assert run.stop_rule == "diverged"
+    assert run.rounds_run < 50 and not np.isfinite(run.final_params).all()
+    assert run.accuracy.shape == (len(run.rounds), toy.n_devices)
+
+
+def test_rows_not_drawn_do_not_poison_the_gradient(toy, digits):
+    # Regression: the fused path computes every row of a device and weights the rows not
+    # drawn by 0; with huge (finite) parameters their logits overflow, and 0 * NaN must not
+    # reach the gradient (the per-device reference never computes those rows).
+    kwargs = dict(lr=1e307, lr_decay=1.0, rounds=3, dp=False, seed=0)
+    with np.errstate(all="ignore"):
+        run = train(toy, toy.topology, *digits, **kwargs)
+        _, accuracy, params = naive_train(toy, toy.topology, *digits, **kwargs)
+    assert run.stop_rule == "rounds" and np.isfinite(run.final_params).all()
+    np.testing.assert_array_equal(run.accuracy, accuracy)
+    np.testing.assert_allclose(run.final_params, params, rtol=1e-9)
+
+
+def test_csr_mixing_kernel_is_scipys_product():
+    from scipy.sparse import random as sparse_random
+
+    from topokit.training._kernels import csr_mix
+
+    rng = np.random.default_rng(3)
+    matrix = sparse_random(20, 20, density=0.2, format="csr", random_state=4)
+    matrix.sort_indices()
+    values = rng.standard_normal((20, 13))
+    out = np.full((20, 13), np.nan)
+    csr_mix(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64), matrix.data,
+            values, out)
+    np.testing.assert_allclose(out, matrix @ values, rtol=1e-15, atol=1e-15)
