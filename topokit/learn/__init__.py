@@ -1,7 +1,7 @@
 """Graph topology learning from smooth signals, alone or federated under privacy.
 
 Single graph: :func:`learn_graph` (the log-degree model, eq. (7) of Zhang et
-al., Kalofolias' model) with a fast FBF solver or the cvxpy formulation
+al., Kalofolias' model) with fast PDHG and FBF solvers or the cvxpy formulation
 :func:`log_degree_problem`; :func:`params_for_degree` picks (alpha, beta) for a
 target average degree.  Federated: :func:`learn_federated` (PPGL, Algorithm 1,
 optional differential privacy), its cvxpy reference :func:`federated_problem`,

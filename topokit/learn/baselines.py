@@ -32,7 +32,7 @@ __all__ = ["igl", "fedavg", "graphical_lasso"]
 
 def igl(
     client_signals: Sequence[ArrayLike], alpha: float, beta: float, *, zeta: float = 0.0,
-    tol: float = 1e-8, max_iter: int = 200_000,
+    tol: float | None = None, max_iter: int = 200_000,
 ) -> list[LearnedGraph]:
     """Independent graph learning: :func:`learn_graph` on every client's signals."""
     signals = check_clients(client_signals)

@@ -63,8 +63,8 @@ def learn_command(
     output: Path = typer.Option(Path("graph.json"), "-o", "--output",
                                 help="Learned graph as a topokit network file (feeds `topokit design`)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
-    solver: str = typer.Option("auto", "--solver", help="auto, fbf or cvxpy."),
-    tol: float = typer.Option(1e-8, "--tol", help="Solver tolerance."),
+    solver: str = typer.Option("auto", "--solver", help="auto, pdhg, fbf or cvxpy."),
+    tol: Optional[float] = typer.Option(None, "--tol", help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
     """Learn one weighted graph from smooth signals (log-degree model)."""
