@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from naive_autotag import naive_autotag  # noqa: E402
-
 from topokit import Network, evaluate  # noqa: E402
 from topokit.autotag import autotag  # noqa: E402
 from topokit.baselines import dlfdp, erg, ndlf  # noqa: E402
+
+from naive_autotag import naive_autotag  # noqa: E402
 
 OUT = ROOT / "analyses" / "out"
 

@@ -24,11 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import gfl  # noqa: E402
 from topokit._io import atomic_write_text  # noqa: E402
 from topokit.gfl import core  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 SEED = 5
 

@@ -31,12 +31,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import naive  # noqa: E402
-from _common import machine, write_json  # noqa: E402
-
 from topokit import lazy_metropolis, max_hitting_time, spectral_gap  # noqa: E402
 from topokit.batch import random_connected_adjacency  # noqa: E402
 from topokit.kernels import hitting_time_and_gap  # noqa: E402
+
+import naive  # noqa: E402
+from _common import machine, write_json  # noqa: E402
 
 
 def unfused(adjacency: np.ndarray) -> tuple:

@@ -42,12 +42,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from naive_training import naive_train  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.network import Network, Topology  # noqa: E402
 from topokit.training import DPConfig, load_digits, train  # noqa: E402
+
+from naive_training import naive_train  # noqa: E402
 
 OUT = ROOT / "analyses" / "out"
 

@@ -30,12 +30,12 @@ from scipy.stats import spearmanr
 from sklearn.metrics import r2_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import load_example  # noqa: E402
 from topokit.plotting import global_iterate_figure, save_figure  # noqa: E402
 from topokit.predictor import PAPER_COEFFICIENTS, PAPER_INTERCEPT  # noqa: E402
 from topokit.validation import calibrate, validate  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 PAPER = (PAPER_COEFFICIENTS["hitting_time"], PAPER_COEFFICIENTS["phi"], PAPER_INTERCEPT)
 

@@ -23,11 +23,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import gfl  # noqa: E402
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.gfl.plotting import plot_msd, plot_test_error  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 ITERATIONS, REPS, SEED = 300, 20, 11
 

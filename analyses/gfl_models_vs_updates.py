@@ -22,11 +22,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import gfl  # noqa: E402
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.gfl.plotting import plot_msd, plot_sweep  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 ITERATIONS, SEED = 300, 7
 SIGMAS = (0.01, 0.05, 0.1, 0.5, 2.0, 10.0, 50.0, 200.0)  # the paper's four, then beyond

@@ -23,11 +23,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import gfl  # noqa: E402
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.gfl.plotting import plot_msd, plot_sweep  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 ITERATIONS, REPS, SEED = 600, 10, 2024
 SIGMAS = (0.001, 0.01, 0.1, 1.0, 2.0, 10.0)

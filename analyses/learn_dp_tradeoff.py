@@ -20,9 +20,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import run_quick, write_table  # noqa: E402
-
 from topokit.learn import edge_scores, igl, learn_federated, synthetic_federated  # noqa: E402
+
+from _common import run_quick, write_table  # noqa: E402
 
 ROUNDS, ETA, BETA, RHO, LAM, C, DELTA = 100, 0.2, 0.01, 0.1, 0.01, 20.0, 1e-5
 

@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse  # noqa: E402
 
-from _common import OUT, out_path, write_table  # noqa: E402
-
 from topokit._io import atomic_path, atomic_write_text  # noqa: E402
 from topokit.learn import edge_scores, fedavg, igl, learn_federated, synthetic_federated  # noqa: E402
 from topokit.learn.metrics import threshold_sensitivity  # noqa: E402
 from topokit.learn.plotting import plot_adjacencies  # noqa: E402
+
+from _common import OUT, out_path, write_table  # noqa: E402
 
 ROUNDS, ETA = 2000, 0.05
 BETAS = [0.002, 0.005, 0.01, 0.02, 0.05]

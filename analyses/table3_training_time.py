@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, out_path, write_json  # noqa: E402
-
 from topokit import load_example  # noqa: E402
 from topokit._io import atomic_write_text  # noqa: E402
 from topokit.plotting import accuracy_time_figure, save_figure  # noqa: E402
 from topokit.validation import validate  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
 
 NETWORKS = ("siot16", "siot32")
 FRAMEWORKS = {"autotag": "DeepPrivacy", "ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "DeepPrivacy-ERG"}

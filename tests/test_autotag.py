@@ -6,12 +6,13 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from naive_autotag import naive_autotag, random_network
 
 from topokit import Network, Topology, evaluate, load_example
 from topokit.autotag import PHASES, Design, autotag
 from topokit.baselines import dlfdp, ndlf, optimum
 from topokit.errors import DisconnectedGraphError, InvalidInputError
+
+from naive_autotag import naive_autotag, random_network
 
 NETWORKS = [(4 + seed % 9, seed) for seed in range(18)]
 

@@ -5,12 +5,13 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
-from naive_autotag import random_network
 
 from topokit import Network, Topology, evaluate, load_example
 from topokit.autotag import autotag
 from topokit.baselines import dlfdp, erg, ndlf, optimum, random_topology
 from topokit.errors import InvalidInputError
+
+from naive_autotag import random_network
 
 
 @pytest.fixture(scope="module")

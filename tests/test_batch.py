@@ -5,10 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import naive
 from topokit import evaluate, load_example, save_network
 from topokit.batch import RandomEnsemble, batch_analyze, parse_ensemble, random_connected_adjacency
 from topokit.errors import InvalidInputError
+
+import naive
 
 
 def test_rows_match_reference_computation(tmp_path):

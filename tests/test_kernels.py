@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import naive
 from topokit import (
     hitting_times,
     kernels,
@@ -17,6 +16,8 @@ from topokit import (
 )
 from topokit.errors import InvalidInputError
 from topokit.kernels import hitting_time_and_gap
+
+import naive
 
 # DeepPrivacy Table II: rows are the start, columns the target (A..F), one decimal.
 TABLE_II = np.array(

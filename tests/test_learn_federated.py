@@ -1,7 +1,6 @@
 """PPGL (Algorithm 1) with and without DP, its accounting, and the baselines."""
 
 import math
-import warnings
 
 import dp_accounting
 import numpy as np

@@ -5,8 +5,8 @@ import pytest
 
 from topokit.errors import InvalidInputError
 from topokit.learn import federated_problem, learn_graph, log_degree_problem, solve_problem
-from topokit.learn.federated import client_means, learn_federated
 from topokit.learn.data import synthetic_federated
+from topokit.learn.federated import client_means, learn_federated
 from topokit.learn.problems import edge_degree_operator
 from topokit.learn.solvers import pairwise_sq_distances
 

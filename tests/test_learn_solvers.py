@@ -1,6 +1,5 @@
 """Fast solver of topokit.learn: KKT, numpy twin, recovery, parameters, validation."""
 
-import warnings
 
 import networkx as nx
 import numpy as np

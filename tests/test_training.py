@@ -8,7 +8,6 @@ import pickle
 
 import numpy as np
 import pytest
-from naive_training import naive_train
 
 from topokit._random import spawn_generators
 from topokit.errors import InvalidInputError, InvalidTopologyError, NetworkFileError
@@ -28,6 +27,8 @@ from topokit.training import (
     train,
 )
 from topokit.training.core import ROLES
+
+from naive_training import naive_train
 
 # --------------------------------------------------------------------------------------------
 # Learning and reproducibility

@@ -13,15 +13,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# ``topokit.autotag`` names the function; the module stays reachable as
+# ``sys.modules["topokit.autotag"]`` and through ``from topokit.autotag import ...``.
+from .autotag import Design, autotag
 from .errors import (
     DisconnectedGraphError,
     InvalidInputError,
     InvalidTopologyError,
     TopokitError,
 )
-# ``topokit.autotag`` names the function; the module stays reachable as
-# ``sys.modules["topokit.autotag"]`` and through ``from topokit.autotag import ...``.
-from .autotag import Design, autotag
 from .examples import list_examples, load_example
 from .kernels import (
     hitting_time_and_gap,

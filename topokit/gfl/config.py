@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from .._validation import check_nonnegative, check_positive
 from ..errors import InvalidInputError, NetworkFileError, NetworkFileNotFoundError

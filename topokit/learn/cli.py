@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import networkx as nx
 import typer
@@ -57,14 +56,14 @@ def _save_plot(graph: nx.Graph, path: Path, title: str) -> None:
 
 def learn_command(
     signals: Path = typer.Argument(..., help="Signals file (.npy or .csv), shape (n_signals, n_nodes)."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Log-degree weight (> 0)."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="Weight of 2||w||^2 (>= 0)."),
-    degree: Optional[float] = typer.Option(None, "--degree", help="Target average degree (instead of --alpha/--beta)."),
+    alpha: float | None = typer.Option(None, "--alpha", help="Log-degree weight (> 0)."),
+    beta: float | None = typer.Option(None, "--beta", help="Weight of 2||w||^2 (>= 0)."),
+    degree: float | None = typer.Option(None, "--degree", help="Target average degree (instead of --alpha/--beta)."),
     output: Path = typer.Option(Path("graph.json"), "-o", "--output",
                                 help="Learned graph as a topokit network file (feeds `topokit design`)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
     solver: str = typer.Option("auto", "--solver", help="auto, pdhg, fbf or cvxpy."),
-    tol: Optional[float] = typer.Option(None, "--tol", help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf)."),
+    tol: float | None = typer.Option(None, "--tol", help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
     """Learn one weighted graph from smooth signals (log-degree model)."""
@@ -93,11 +92,11 @@ def learn_federated_command(
     rho: float = typer.Option(0.5, "--rho", help="Coupling to the consensus graph."),
     lam: float = typer.Option(0.01, "--lam", help="l1 weight of the consensus graph."),
     rounds: int = typer.Option(50, "--rounds", help="Communication rounds T."),
-    tol: Optional[float] = typer.Option(None, "--tol", help="Stop early at this fixed-point residual."),
-    epsilon: Optional[float] = typer.Option(None, "--epsilon", help="Per-round, per-client DP epsilon."),
+    tol: float | None = typer.Option(None, "--tol", help="Stop early at this fixed-point residual."),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Per-round, per-client DP epsilon."),
     delta: float = typer.Option(1e-5, "--delta", help="Per-round DP delta."),
     clip: float = typer.Option(20.0, "--clip", help="Clipping norm C of each signal-difference vector (used with --epsilon)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the DP noise."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the DP noise."),
     output: Path = typer.Option(Path("learned"), "-o", "--output", help="Output folder."),
 ) -> None:
     """Learn client graphs and a consensus graph without sharing signals (PPGL, optional DP)."""
