@@ -193,11 +193,21 @@ def test_resume_skips_finished_pieces_and_gives_the_same_table(toy, result, tmp_
     pd.testing.assert_frame_equal(_measured(resumed.frame), _measured(result.frame))
     pd.testing.assert_frame_equal(_measured(pd.read_parquet(output)), _measured(result.frame))
     assert len(resumed.curves) == len(result.curves)
+    written = pd.read_parquet(validation_module.curves_path(output))
+    assert written.shape == resumed.curves.shape
 
     # A finished run leaves no parts: calling again recomputes everything.
     calls = _counting_train(monkeypatch)
     validate(toy, output=output, **{**SETTINGS, "topologies": ("ndlf",)})
     assert len(calls) == 2
+
+
+def test_failure_before_any_piece_leaves_no_parts_folder(toy, tmp_path, monkeypatch):
+    output = tmp_path / "runs.parquet"
+    _counting_train(monkeypatch, fail_after=0)
+    with pytest.raises(_Interrupted):
+        validate(toy, output=output, **SETTINGS)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_parts_of_another_job_are_refused_unless_restarted(toy, tmp_path, monkeypatch):

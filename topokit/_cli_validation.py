@@ -171,7 +171,10 @@ def validate_command(
     console.print(_summary_table(result, f"{name}: {net.n_devices} devices, {trials} trial(s) "
                                          "per topology"))
     console.print(_correlation_table(result))
-    console.print(f"wrote {len(result.frame)} rows to {output}")
+    from .validation import curves_path
+
+    console.print(f"wrote {len(result.frame)} rows to {output} "
+                  f"(accuracy curves: {curves_path(output)})")
     if plot is not None:
         console.print(f"wrote plot to {plot}")
 

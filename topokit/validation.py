@@ -479,6 +479,16 @@ def _job_fingerprint(net, built, X, y, config) -> str:
     return digest.hexdigest()
 
 
+def curves_path(output: str | Path) -> Path:
+    """Where :func:`validate` writes the accuracy curves beside ``output``.
+
+    ``runs.parquet`` -> ``runs.curves.parquet`` (one row per topology, trial
+    and checkpoint).
+    """
+    output = Path(output)
+    return output.with_name(f"{output.stem}.curves{output.suffix or '.parquet'}")
+
+
 def validate(
     net: Network,
     topologies: str | Sequence[str] | Mapping[str, Topology | str] = DEFAULT_TOPOLOGIES,
@@ -533,9 +543,10 @@ def validate(
     n_jobs : int, default 1
         joblib workers over (topology, trial) pieces (-1: all cores).
     output : path, optional
-        Write the runs table there as Parquet (atomically).  Finished pieces
-        are kept in ``OUTPUT.parts/`` meanwhile; an interrupted run called
-        again with the same arguments skips them.
+        Write the runs table there as Parquet (atomically), and the accuracy
+        curves beside it (:func:`curves_path`).  Finished pieces are kept in
+        ``OUTPUT.parts/`` meanwhile; an interrupted run called again with the
+        same arguments skips them.
     resume : bool, default True
         False discards the pieces of an interrupted run.
     progress : callable, optional
@@ -646,14 +657,22 @@ def validate(
         outputs = joblib.Parallel(n_jobs=int(n_jobs), return_as="generator_unordered")(
             joblib.delayed(_indexed_piece)(*call) for call in calls
         )
-    for k, result in outputs:
-        results[k] = result
-        if progress:
-            progress(len(results), total)
+    try:
+        for k, result in outputs:
+            results[k] = result
+            if progress:
+                progress(len(results), total)
+    except BaseException:
+        # Keep finished pieces for a resumed run; leave no empty folder behind.
+        if parts_dir is not None and not any(parts_dir.glob("runs-*.parquet")):
+            shutil.rmtree(parts_dir, ignore_errors=True)
+        raise
 
     frame = pd.concat([results[k][0] for k in range(total)], ignore_index=True)
     curves = pd.concat([results[k][1] for k in range(total)], ignore_index=True)
     if output is not None:
+        with atomic_path(curves_path(output)) as tmp:
+            curves.to_parquet(tmp, index=False)
         with atomic_path(output) as tmp:
             frame.to_parquet(tmp, index=False)
         shutil.rmtree(parts_dir)
