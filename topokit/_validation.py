@@ -117,6 +117,13 @@ def check_positive(value: Any, name: str) -> float:
     return value
 
 
+def check_int_at_least(value: Any, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as int; raise unless it is an integer >= ``minimum`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
 def check_nonnegative(value: Any, name: str) -> float:
     """Return ``value`` as float; raise unless it is finite and >= 0."""
     value = _check_real(value, name)

@@ -37,12 +37,13 @@ import pandas as pd
 
 from ._io import atomic_path, claim_parts_dir
 from ._random import SeedLike, seed_sequence
+from ._validation import check_int_at_least
 from .errors import InvalidInputError, NetworkFileError, NetworkFileNotFoundError, NotFittedError
 from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 from .training import train
-from .training.core import _check_positive_int, check_accuracy_threshold
+from .training.core import check_accuracy_threshold
 from .training.privacy import clipped_sensitivity
 
 __all__ = [
@@ -584,7 +585,7 @@ def validate(
     if not targets:
         raise InvalidInputError("give at least one target accuracy")
     targets = tuple(sorted({check_accuracy_threshold(t, "target") for t in targets}))
-    trials = _check_positive_int(trials, "trials")
+    trials = check_int_at_least(trials, "trials")
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         seed = int(seed)
         if seed < 0:
@@ -842,7 +843,7 @@ def calibrate(
             f"the runs table lacks column(s) {', '.join(missing)}; expected the output of "
             "topokit validate"
         )
-    cv = _check_positive_int(cv, "cv", minimum=2)
+    cv = check_int_at_least(cv, "cv", minimum=2)
     available = sorted(float(t) for t in frame["target"].dropna().unique())
     if not available:
         raise InvalidInputError("the runs table is empty")

@@ -41,7 +41,12 @@ from numpy.typing import ArrayLike, NDArray
 from threadpoolctl import threadpool_limits
 
 from .._random import SeedLike, spawn_generators
-from .._validation import check_finite_array, check_nonnegative, check_positive
+from .._validation import (
+    check_finite_array,
+    check_int_at_least,
+    check_nonnegative,
+    check_positive,
+)
 from ..errors import InvalidInputError, InvalidTopologyError
 from ..kernels import lazy_metropolis
 from ..metrics import local_iterate
@@ -322,12 +327,6 @@ class PoissonSampler:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _check_data(X: ArrayLike, y: ArrayLike, what: str) -> tuple[NDArray, NDArray]:
     features = check_finite_array(X, f"{what} X", ndim=2)
     labels = np.asarray(y)
@@ -479,10 +478,10 @@ def train(
             f"topology must be a topokit Topology; got {type(topology).__name__}"
         )
     topology.validate(net)
-    rounds = _check_positive_int(rounds, "rounds")
-    local_steps = _check_positive_int(local_steps, "local_steps")
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    checkpoint_every = _check_positive_int(checkpoint_every, "checkpoint_every")
+    rounds = check_int_at_least(rounds, "rounds")
+    local_steps = check_int_at_least(local_steps, "local_steps")
+    batch_size = check_int_at_least(batch_size, "batch_size")
+    checkpoint_every = check_int_at_least(checkpoint_every, "checkpoint_every")
     lr = check_nonnegative(lr, "lr")
     lr_decay = check_positive(lr_decay, "lr_decay")
     if convergence == "paper":
