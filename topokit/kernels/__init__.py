@@ -52,11 +52,20 @@ __all__ = [
 FUSED_SINGLE_MAX = 256
 
 
-def _adjacency_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
+def _checked_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
+    """A graph or validated symmetric adjacency matrices as a (k, n, n) stack; single?"""
     if isinstance(graph, nx.Graph):
         return graph_adjacency(graph)[None], True
     stack, single = as_matrix_stack(graph, "adjacency")
     check_symmetric(stack, "adjacency")
+    return stack, single
+
+
+def _adjacency_stack(graph: Any) -> tuple[NDArray[np.float64], bool]:
+    """:func:`_checked_stack` as 0/1 links with a zero diagonal (the kernels' input)."""
+    stack, single = _checked_stack(graph)
+    if isinstance(graph, nx.Graph):
+        return stack, single  # already 0/1 without self-loops
     stack = stack.copy()
     diagonal = np.arange(stack.shape[-1])
     stack[:, diagonal, diagonal] = 0.0
@@ -280,11 +289,8 @@ def hitting_time_and_gap(
     >>> hitting_time_and_gap(nx.Graph([(0, 1), (2, 3)]))
     (inf, 0.0)
     """
-    if isinstance(graph, nx.Graph):
-        stack, single = graph_adjacency(graph)[None], True
-    else:
-        stack, single = as_matrix_stack(graph, "adjacency")
-        check_symmetric(stack, "adjacency")
+    # The fused kernels read any non-zero off-diagonal entry as a link: no 0/1 copy needed.
+    stack, single = _checked_stack(graph)
     n = stack.shape[-1]
     if single and n <= FUSED_SINGLE_MAX:
         hitting, gap = _summary.hitting_time_and_gap_one(stack[0])
