@@ -13,10 +13,7 @@ from topokit.learn.solvers import (
     pairwise_sq_distances,
 )
 
-
-def smooth_signals(d, n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((n, d)).cumsum(axis=1)
+from learn_signals import smooth_signals
 
 
 @pytest.mark.parametrize("d, beta, zeta", [(20, 0.3, 0.0), (30, 0.05, 0.0), (40, 2.0, 0.0),

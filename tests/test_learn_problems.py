@@ -10,10 +10,7 @@ from topokit.learn.federated import client_means, learn_federated
 from topokit.learn.problems import edge_degree_operator
 from topokit.learn.solvers import pairwise_sq_distances
 
-
-def smooth_signals(d, n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((n, d)).cumsum(axis=1)
+from learn_signals import smooth_signals
 
 
 def test_edge_degree_operator_matches_adjacency_row_sums():

@@ -18,10 +18,7 @@ from topokit.learn.solvers import (
     signal_difference_norms,
 )
 
-
-def smooth_signals(d, n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((n, d)).cumsum(axis=1)
+from learn_signals import smooth_signals
 
 
 def test_pairwise_sq_distances_and_norms_match_brute_force():
