@@ -274,14 +274,19 @@ def test_per_example_gradients_match_finite_differences(model):
         np.testing.assert_allclose(grads[:, b], numeric, atol=1e-6)
 
 
-@pytest.mark.parametrize("model", [LogisticRegression(6, 4, init_scale=1.0), MLP(6, 4, hidden=5)])
-def test_ghost_clipping_equals_explicit_clipping(model):
-    rng = np.random.default_rng(1)
+def _gradient_problem(model, seed):
+    """3 devices x 7 examples x 6 features, sample weights and per-device clip bounds."""
+    rng = np.random.default_rng(seed)
     params = model.init(3, rng)
     X = 3 * rng.standard_normal((3, 7, 6))
     y = rng.integers(0, 4, (3, 7))
     weight = rng.random((3, 7))
-    bounds = np.array([0.3, np.inf, 2.0])
+    return params, X, y, weight, np.array([0.3, np.inf, 2.0])
+
+
+@pytest.mark.parametrize("model", [LogisticRegression(6, 4, init_scale=1.0), MLP(6, 4, hidden=5)])
+def test_ghost_clipping_equals_explicit_clipping(model):
+    params, X, y, weight, bounds = _gradient_problem(model, seed=1)
     for bound in (None, 0.5, bounds):
         fast = model.gradient(params, X, y, weight, bound)
         explicit = Model.gradient(model, params, X, y, weight, bound)
@@ -435,12 +440,7 @@ def test_certified_accuracy_sends_nan_and_huge_weights_to_float64(digits):
 
 def test_fused_logreg_gradient_with_precomputed_norms_and_buffer():
     model = LogisticRegression(6, 4, init_scale=1.0)
-    rng = np.random.default_rng(2)
-    params = model.init(3, rng)
-    X = 3 * rng.standard_normal((3, 7, 6))
-    y = rng.integers(0, 4, (3, 7))
-    weight = rng.random((3, 7))
-    bounds = np.array([0.3, np.inf, 2.0])
+    params, X, y, weight, bounds = _gradient_problem(model, seed=2)
     out = np.empty_like(params)
     fast = model.gradient(params, X, y, weight, bounds,
                           row_sq_norms=np.einsum("nbf,nbf->nb", X, X), out=out)
