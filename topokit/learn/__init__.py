@@ -8,11 +8,13 @@ optional differential privacy), its cvxpy reference :func:`federated_problem`,
 and the baselines in :mod:`topokit.learn.baselines`.
 """
 
+import importlib
+from typing import Any
+
 from .baselines import fedavg, graphical_lasso, igl
 from .data import SyntheticGraphs, digits_views, load_signals, synthetic_federated
 from .federated import FederatedGraphs, PrivacySpent, learn_federated
 from .metrics import EdgeScores, community_scores, edge_scores, threshold_sensitivity
-from .problems import SolverFailedError, federated_problem, log_degree_problem, solve_problem
 from .solvers import (
     ConvergenceWarning,
     LearnedGraph,
@@ -48,3 +50,14 @@ __all__ = [
     "threshold_sensitivity",
     "community_scores",
 ]
+
+
+# The cvxpy formulations load cvxpy (a large import) only when first used, so that
+# the command line and the fast solvers start without it.
+_PROBLEMS = ("SolverFailedError", "federated_problem", "log_degree_problem", "solve_problem")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PROBLEMS:
+        return getattr(importlib.import_module("topokit.learn.problems"), name)
+    raise AttributeError(f"module 'topokit.learn' has no attribute {name!r}")
