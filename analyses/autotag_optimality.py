@@ -21,12 +21,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import machine, out_path, write_json  # noqa: E402
-from naive_autotag import random_network  # noqa: E402
-
 from topokit import autotag  # noqa: E402
 from topokit.baselines import optimum  # noqa: E402
 from topokit.plotting import save_figure  # noqa: E402
+
+from _common import machine, out_path, write_json  # noqa: E402
+from naive_autotag import random_network  # noqa: E402
 
 
 def relative_gaps(n_devices: int, networks: int, seed: int) -> np.ndarray:
