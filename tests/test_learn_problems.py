@@ -92,3 +92,19 @@ def test_fixed_build_equals_dpp_build():
     params["z"].value, params["alpha"].value, params["beta"].value = z, 1.0, 0.3
     fixed, _ = log_degree_problem_fixed(z, 1.0, 0.3)
     assert solve_problem(problem) == pytest.approx(solve_problem(fixed), rel=1e-7)
+
+
+def test_distances_with_negative_entries_solve_as_clarabel_does():
+    """Noisy distances (a DP release) may be negative; with beta > 0 the problem stays bounded."""
+    from topokit.learn import learn_graph_from_distances
+
+    d = 9
+    z = pairwise_sq_distances(smooth_signals(d, 30, 2))
+    z = z + np.random.default_rng(3).normal(0.0, z.std(), z.size)
+    assert np.any(z < 0)
+    problem, params = log_degree_problem(d)
+    params["z"].value, params["alpha"].value, params["beta"].value = z, 1.0, 0.2
+    reference = solve_problem(problem, solver="clarabel")
+    fast = learn_graph_from_distances(z, 1.0, 0.2)
+    assert fast.converged
+    assert abs(fast.objective - reference) <= 1e-6 * abs(reference)

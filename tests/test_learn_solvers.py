@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from topokit.errors import InvalidInputError
-from topokit.learn import ConvergenceWarning, learn_graph, params_for_degree
+from topokit.learn import (
+    ConvergenceWarning,
+    learn_graph,
+    learn_graph_from_distances,
+    params_for_degree,
+)
 from topokit.learn.data import synthetic_federated
 from topokit.learn.metrics import edge_scores, threshold_sensitivity
 from topokit.learn.solvers import (
@@ -111,3 +116,24 @@ def test_bad_input_gets_clear_error(X, kwargs, message):
     args = {"alpha": 1.0, "beta": 0.1, **kwargs}
     with pytest.raises(InvalidInputError, match=message):
         learn_graph(X, args.pop("alpha"), args.pop("beta"), **args)
+
+
+def test_learn_graph_is_learn_graph_from_distances_of_its_signals():
+    X = smooth_signals(12, 40, 6)
+    a = learn_graph(X, 1.0, 0.3)
+    b = learn_graph_from_distances(pairwise_sq_distances(X), 1.0, 0.3)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert a.objective == b.objective
+
+
+@pytest.mark.parametrize(
+    "z, beta, message",
+    [
+        (np.ones(4), 0.1, "length d \\(d - 1\\) / 2"),
+        (np.array([1.0, np.inf, 1.0]), 0.1, "inf"),
+        (np.array([1.0, -1.0, 1.0]), 0.0, "beta > 0"),
+    ],
+)
+def test_bad_distances_get_clear_error(z, beta, message):
+    with pytest.raises(InvalidInputError, match=message):
+        learn_graph_from_distances(z, 1.0, beta)

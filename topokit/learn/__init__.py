@@ -20,6 +20,7 @@ from .solvers import (
     LearnedGraph,
     kkt_residual,
     learn_graph,
+    learn_graph_from_distances,
     params_for_degree,
     weights_to_graph,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "solve_problem",
     "SolverFailedError",
     "learn_graph",
+    "learn_graph_from_distances",
     "params_for_degree",
     "kkt_residual",
     "weights_to_graph",

@@ -99,7 +99,7 @@ def log_degree_problem(d: int, *, zeta: float = 0.0) -> tuple[cp.Problem, dict[s
         DCP and DPP, so re-solving after changing a Parameter reuses the
         compiled problem.
     params : dict
-        ``{"z": Parameter(p, nonneg), "alpha": Parameter(nonneg),
+        ``{"z": Parameter(p), "alpha": Parameter(nonneg),
         "beta": Parameter(nonneg)}``.
 
     Examples
@@ -114,7 +114,7 @@ def log_degree_problem(d: int, *, zeta: float = 0.0) -> tuple[cp.Problem, dict[s
     p = d * (d - 1) // 2
     w = cp.Variable(p, nonneg=True, name="w")
     params = {
-        "z": cp.Parameter(p, nonneg=True, name="z"),
+        "z": cp.Parameter(p, name="z"),  # any sign: noisy (DP) distances may be negative
         "alpha": cp.Parameter(nonneg=True, name="alpha"),
         "beta": cp.Parameter(nonneg=True, name="beta"),
     }
