@@ -2,69 +2,215 @@
 
     python analyses/learn_dp_tradeoff.py [--quick]
 
-N_i in {50, 100, 200}, q = 0.5, I = 5, d = 20, delta = 1e-5 per round, C = 20,
-epsilon in {0.5, 0.8, 1.0} per round and per client; T = ROUNDS rounds with
-eta = ETA (implicit coupling); beta, rho, lambda fixed from analyses/learn_tables.py's
-tuning at N = 50 (BETA, RHO, LAM).  The total epsilon over T rounds comes from
-dp-accounting (PLD and RDP, at total delta T * 1e-5) beside basic composition.
-10 instances (3 with --quick).  Writes analyses/out/learn_dp_tradeoff.{csv,md}.
+Setting (the paper's Table IV): N_i in {50, 100, 200}, q = 0.5, I = 5, d = 20,
+delta = 1e-5 per round, C = 20, epsilon per round and per client; noise of
+Corollary 1, sigma = 2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1
+(the analytic Gaussian mechanism from 1 on); T = ROUNDS rounds with eta = ETA
+(implicit coupling); beta, rho, lambda fixed from analyses/learn_tables.py's
+tuning at N = 50 (BETA, RHO, LAM).  10 instances (3 with --quick).
+
+Three parts, all with formally accounted privacy (dp-accounting, PLD and RDP,
+total delta T * 1e-5, beside basic composition T epsilon):
+
+1. ``table``: IGL, PPGL-L without DP and with epsilon in {0.5, 0.8, 1.0}, and
+   beside each DP row a reference F: IGL on each client's mean distances plus
+   the Gaussian noise of all T releases averaged, N(0, sigma^2 / T) -- what a
+   client would learn if it could pool every noisy gradient it released (the
+   mean z is the only data-dependent part of the gradient).
+2. ``sweep``: F against epsilon per round from 0.5 to 1000, to show where the
+   learned graphs regain their structure.
+3. ``paper_noise``: the per-round epsilon whose noise is Corollary 1's divided by
+   N_i (as if the sensitivity were 2 C / N_i^2, e.g. noise calibrated for the
+   mean but added to a gradient of summed distances), run as an ordinary,
+   accounted epsilon: these F-scores land near the paper's Table IV, ours at
+   Corollary 1's noise do not.
+
+Writes analyses/out/learn_dp_tradeoff.{csv,md}, learn_dp_sweep.{csv,md},
+learn_dp_paper_noise.{csv,md} and learn_dp_tradeoff.png.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topokit.learn import edge_scores, igl, learn_federated, synthetic_federated  # noqa: E402
+from topokit._io import atomic_path  # noqa: E402
+from topokit.learn import (  # noqa: E402
+    edge_scores,
+    igl,
+    learn_federated,
+    learn_graph_from_distances,
+    synthetic_federated,
+)
+from topokit.learn.federated import client_means  # noqa: E402
+from topokit.privacy import classic_gaussian_factor, gaussian_sigma  # noqa: E402
 
-from _common import run_quick, write_table  # noqa: E402
+from _common import out_path, run_quick, write_table  # noqa: E402
 
 ROUNDS, ETA, BETA, RHO, LAM, C, DELTA = 100, 0.2, 0.01, 0.1, 0.01, 20.0, 1e-5
+SIZES = (50, 100, 200)
+TABLE_EPSILONS = (0.5, 0.8, 1.0)
+SWEEP_EPSILONS = (0.5, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+#: Table IV of the paper: F-score of IGL, PPGL-L without DP (None) and per epsilon.
+PAPER_F = {
+    50: {"IGL": 0.646, None: 0.709, 0.5: 0.615, 0.8: 0.651, 1.0: 0.694},
+    100: {"IGL": 0.725, None: 0.767, 0.5: 0.709, 0.8: 0.732, 1.0: 0.754},
+    200: {"IGL": 0.808, None: 0.828, 0.5: 0.811, 0.8: 0.819, 1.0: 0.823},
+}
 
 
-def scores(ws, truths):
-    s = [edge_scores(w, t) for w, t in zip(ws, truths)]
-    return np.mean([x.f_score for x in s]), np.mean([x.relative_error for x in s])
+def mean_scores(weights, truths) -> tuple[float, float]:
+    """Mean F-score and relative error over clients (each against its own true graph)."""
+    scores = [edge_scores(w, t) for w, t in zip(weights, truths, strict=True)]
+    return float(np.mean([s.f_score for s in scores])), float(
+        np.mean([s.relative_error for s in scores]))
+
+
+def ppgl(data, epsilon):
+    """PPGL-L's mean (F, RE) over instances and the privacy of the run (None without DP)."""
+    scores, privacy = [], None
+    for k, instance in enumerate(data):
+        result = learn_federated(instance.signals, 1.0, BETA, RHO, LAM, rounds=ROUNDS, eta=ETA,
+                                 coupling="implicit", epsilon=epsilon, delta=DELTA,
+                                 clip=C if epsilon else None, seed=k)
+        scores.append(mean_scores([g.weights for g in result.local], instance.local_weights))
+        privacy = result.privacy
+    f_score, rel_error = np.mean(scores, axis=0)
+    return float(f_score), float(rel_error), privacy
+
+
+def pooled_noise_reference(data, sigma: float, seed: int = 0) -> float:
+    """Mean F of IGL on each client's mean z plus N(0, sigma^2 / ROUNDS) (see the docstring).
+
+    The distances are clipped as in PPGL; beta is the best of a small grid.
+    """
+    rng = np.random.default_rng(seed)
+    best = 0.0
+    noisy = []
+    for instance in data:
+        means = [client_means(X, C) for X in instance.signals]
+        noisy.append([z + rng.normal(0.0, sigma / math.sqrt(ROUNDS), z.size) for z in means])
+    for beta in (0.01, 0.03, 0.1, 0.3):
+        f_scores = [mean_scores([learn_graph_from_distances(z, 1.0, beta).weights for z in zs],
+                                instance.local_weights)[0]
+                    for zs, instance in zip(noisy, data, strict=True)]
+        best = max(best, float(np.mean(f_scores)))
+    return best
+
+
+def epsilon_for_sigma(sigma: float, sensitivity: float) -> float:
+    """The per-round epsilon whose calibrated noise (analytic Gaussian, epsilon >= 1) is sigma."""
+    def excess(log_eps):
+        return math.log(gaussian_sigma(math.exp(log_eps), DELTA, sensitivity)) - math.log(sigma)
+    if excess(0.0) <= 0:
+        raise ValueError("sigma is at least the noise of epsilon = 1; use the classic formula")
+    return math.exp(brentq(excess, 0.0, math.log(1e7), xtol=1e-10))
+
+
+def privacy_columns(privacy) -> dict:
+    if privacy is None:
+        return {"sigma": np.nan, "eps_total_pld": np.nan, "eps_total_rdp": np.nan,
+                "eps_basic": np.nan}
+    return {"sigma": privacy.sigma[0], "eps_total_pld": privacy.epsilon_pld,
+            "eps_total_rdp": privacy.epsilon_rdp, "eps_basic": privacy.basic_epsilon}
+
+
+def table_rows(n: int, data) -> list[dict]:
+    f_igl, re_igl = np.mean([mean_scores([g.weights for g in igl(d.signals, 1.0, BETA)],
+                                         d.local_weights) for d in data], axis=0)
+    rows = [{"N": n, "method": "IGL", "F": f_igl, "RE": re_igl, "paper_F": PAPER_F[n]["IGL"],
+             "pooled_F": np.nan, **privacy_columns(None)}]
+    for epsilon in (None, *TABLE_EPSILONS):
+        f_score, rel_error, privacy = ppgl(data, epsilon)
+        pooled = pooled_noise_reference(data, privacy.sigma[0]) if privacy else np.nan
+        rows.append({"N": n, "method": "PPGL-L" if epsilon is None else f"PPGL-L (eps={epsilon})",
+                     "F": f_score, "RE": rel_error, "paper_F": PAPER_F[n][epsilon],
+                     "pooled_F": pooled, **privacy_columns(privacy)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def sweep_rows(n: int, data, epsilons) -> list[dict]:
+    rows = []
+    for epsilon in epsilons:
+        f_score, rel_error, privacy = ppgl(data, epsilon)
+        rows.append({"N": n, "eps_round": epsilon, "F": f_score, "RE": rel_error,
+                     **privacy_columns(privacy)})
+    return rows
+
+
+def paper_noise_rows(n: int, data) -> list[dict]:
+    rows = []
+    for epsilon in TABLE_EPSILONS:
+        sensitivity = 2.0 * C / n
+        sigma = classic_gaussian_factor(DELTA) * sensitivity / epsilon / n
+        equivalent = epsilon_for_sigma(sigma, sensitivity)
+        f_score, rel_error, privacy = ppgl(data, equivalent)
+        rows.append({"N": n, "paper_eps": epsilon, "eps_round": equivalent, "F": f_score,
+                     "RE": rel_error, "paper_F": PAPER_F[n][epsilon],
+                     **privacy_columns(privacy)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def figure(sweep: pd.DataFrame, table: pd.DataFrame, paper: pd.DataFrame) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (n, group), colour in zip(sweep.groupby("N"), ("C0", "C1", "C2"), strict=True):
+        ax.plot(group["eps_round"], group["F"], "o-", color=colour, label=f"PPGL-L, N = {n}")
+        no_dp = table[(table["N"] == n) & (table["method"] == "PPGL-L")]["F"].iloc[0]
+        ax.axhline(no_dp, color=colour, ls=":", lw=1)
+        rows = paper[paper["N"] == n]
+        ax.plot(rows["eps_round"], rows["paper_F"], "x", color=colour, ms=8,
+                label=f"paper's Table IV, N = {n}, at its noise")
+    ax.set_xscale("log")
+    ax.set_xlabel("epsilon per round and client (delta = 1e-5), accounted")
+    ax.set_ylabel("F-score of the local graphs")
+    ax.set_title("PPGL under DP: dotted = without DP")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_path("learn_dp_tradeoff.png")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
+    plt.close(fig)
+    return path
 
 
 def main(quick: bool) -> None:
     n_inst = 3 if quick else 10
-    rows = []
-    for n in (50, 100, 200):
+    sweep_epsilons = SWEEP_EPSILONS[::3] if quick else SWEEP_EPSILONS
+    table, sweep, paper = [], [], []
+    for n in SIZES:
         data = [synthetic_federated(n, q=0.5, seed=7000 + 10 * s + n) for s in range(n_inst)]
-        res = {"IGL": [scores([g.weights for g in igl(d.signals, 1.0, BETA)], d.local_weights)
-                       for d in data]}
-        privacy = {}
-        for eps in (None, 0.5, 0.8, 1.0):
-            out = []
-            for k, d in enumerate(data):
-                r = learn_federated(d.signals, 1.0, BETA, RHO, LAM, rounds=ROUNDS, eta=ETA,
-                                    coupling="implicit", epsilon=eps, delta=DELTA,
-                                    clip=C if eps else None, seed=k)
-                out.append(scores([g.weights for g in r.local], d.local_weights))
-                privacy[eps] = r.privacy
-            res["PPGL-L" if eps is None else f"PPGL-L (eps={eps})"] = out
-        for method, vals in res.items():
-            eps = None if "eps=" not in method else float(method.split("=")[1].rstrip(")"))
-            p = privacy.get(eps) if eps else None
-            rows.append({"N": n, "method": method, "F": np.mean([v[0] for v in vals]),
-                         "RE": np.mean([v[1] for v in vals]),
-                         "sigma": p.sigma[0] if p else np.nan,
-                         "eps_total_pld": p.epsilon_pld if p else np.nan,
-                         "eps_total_rdp": p.epsilon_rdp if p else np.nan,
-                         "eps_basic": p.basic_epsilon if p else np.nan,
-                         "delta_total": p.total_delta if p else np.nan})
-            print(rows[-1], flush=True)
-    write_table("learn_dp_tradeoff", pd.DataFrame(rows), [
+        table += table_rows(n, data)
+        sweep += sweep_rows(n, data, sweep_epsilons)
+        paper += paper_noise_rows(n, data)
+    privacy_cols = [("sigma", "sigma", ".3g"), ("eps total (PLD)", "eps_total_pld", ".3g"),
+                    ("eps total (RDP)", "eps_total_rdp", ".3g"),
+                    ("basic T*eps", "eps_basic", ".3g")]
+    table, sweep, paper = pd.DataFrame(table), pd.DataFrame(sweep), pd.DataFrame(paper)
+    write_table("learn_dp_tradeoff", table, [
         ("N", "N", ""), ("method", "method", ""), ("F", "F", ".3f"), ("RE", "RE", ".3f"),
-        ("sigma", "sigma", ".3g"), ("eps total (PLD)", "eps_total_pld", ".3g"),
-        ("eps total (RDP)", "eps_total_rdp", ".3g"), ("basic T*eps", "eps_basic", ".3g"),
-    ])
+        ("paper F", "paper_F", ".3f"), ("pooled-noise F", "pooled_F", ".3f"), *privacy_cols])
+    write_table("learn_dp_sweep", sweep, [
+        ("N", "N", ""), ("eps per round", "eps_round", ".3g"), ("F", "F", ".3f"),
+        ("RE", "RE", ".3f"), *privacy_cols])
+    write_table("learn_dp_paper_noise", paper, [
+        ("N", "N", ""), ("paper eps", "paper_eps", ".3g"),
+        ("eps per round giving its noise / N", "eps_round", ".4g"), ("F", "F", ".3f"),
+        ("paper F", "paper_F", ".3f"), *privacy_cols])
+    print(figure(sweep, table, paper))
 
 
 if __name__ == "__main__":

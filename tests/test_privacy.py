@@ -2,6 +2,8 @@
 
 import time
 
+import numpy as np
+
 import pytest
 
 from topokit.errors import InvalidInputError
@@ -43,3 +45,25 @@ def test_noise_multiplier_for_run_rejects_bad_input():
         noise_multiplier_for_run(1.0, 1e-5, 10, accountant="moments")
     with pytest.raises(InvalidInputError, match="steps"):
         noise_multiplier_for_run(1.0, 1e-5, 0)
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Exact epsilon of mu-GDP at delta (Dong, Roth & Su, Cor. 2.13)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    def excess(eps):
+        # e^eps Phi(.) in log space: e^eps overflows for the large epsilons tested
+        tail = np.exp(eps + norm.logcdf(-eps / mu - mu / 2))
+        return norm.cdf(-eps / mu + mu / 2) - tail - delta
+    return brentq(excess, 0.0, mu * mu + 10 * mu + 10)
+
+
+@pytest.mark.parametrize("multiplier", [2.0, 0.5, 0.1])
+def test_pld_epsilon_of_composed_gaussians_is_exact_gdp(multiplier):
+    """T Gaussian releases of multiplier m compose to exactly sqrt(T)/m-GDP; PLD is a tight
+    upper bound, also for small multipliers whose epsilon is in the thousands (coarser grid)."""
+    steps, delta = 100, 1e-3
+    exact = _gdp_epsilon(np.sqrt(steps) / multiplier, delta)
+    got = gaussian_epsilon(multiplier, steps, delta, accountant="pld")
+    assert exact <= got <= exact * (1 + 1e-3) + 1e-3

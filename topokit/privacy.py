@@ -113,7 +113,9 @@ def _run_event(noise_multiplier: float, steps: int, sampling_rate: float) -> dp_
     return dp_accounting.SelfComposedDpEvent(release, steps)
 
 
-def _make_accountant(accountant: Accountant):
+def _make_accountant(
+    accountant: Accountant, *, value_discretization_interval: float | None = None
+):
     # Sensitivity is measured by the caller (Delta), and noise_multiplier = sigma / Delta,
     # so the accountant's unit-sensitivity relation is the one that matches: dp-accounting's
     # REPLACE_ONE would double Delta a second time.
@@ -121,7 +123,10 @@ def _make_accountant(accountant: Accountant):
     if accountant == "rdp":
         return rdp.RdpAccountant(neighboring_relation=relation)
     if accountant == "pld":
-        return pld.PLDAccountant(neighboring_relation=relation)
+        return pld.PLDAccountant(
+            neighboring_relation=relation,
+            value_discretization_interval=value_discretization_interval or PLD_INTERVAL,
+        )
     raise InvalidInputError(f"accountant must be 'rdp' or 'pld'; got {accountant!r}")
 
 
@@ -152,9 +157,31 @@ def gaussian_epsilon(
     sampling_rate = check_probability(sampling_rate, "sampling_rate")
     if int(steps) != steps or steps < 1:
         raise InvalidInputError(f"steps must be a positive integer; got {steps}")
-    engine = _make_accountant(accountant)
-    engine.compose(_run_event(noise_multiplier, int(steps), sampling_rate))
+    event = _run_event(noise_multiplier, int(steps), sampling_rate)
+    interval = None
+    if accountant == "pld":
+        interval = _pld_interval(event, delta)
+    engine = _make_accountant(accountant, value_discretization_interval=interval)
+    engine.compose(event)
     return float(engine.get_epsilon(delta))
+
+
+#: PLD grid: dp-accounting's default interval, coarsened for large epsilon (see _pld_interval).
+PLD_INTERVAL, PLD_POINTS_PER_EPSILON = 1e-4, 1e5
+
+
+def _pld_interval(event: dp_accounting.DpEvent, delta: float) -> float:
+    """The PLD accountant's value discretization interval for ``event``.
+
+    The privacy-loss grid spans a range that grows with epsilon, so a fixed
+    1e-4 interval needs gigabytes once epsilon is in the hundreds (a noise
+    multiplier of 0.2 over 100 steps asked for 24 GB).  The interval is
+    max(1e-4, epsilon_RDP / 1e5): relative resolution 1e-5 of the answer.  The
+    PLD accountant's (pessimistic) estimate is an upper bound at any interval.
+    """
+    engine = _make_accountant("rdp")
+    engine.compose(event)
+    return max(PLD_INTERVAL, float(engine.get_epsilon(delta)) / PLD_POINTS_PER_EPSILON)
 
 
 def noise_multiplier_for_run(
