@@ -6,8 +6,11 @@ Setting (the paper's Table IV): N_i in {50, 100, 200}, q = 0.5, I = 5, d = 20,
 delta = 1e-5 per round, C = 20, epsilon per round and per client; noise of
 Corollary 1, sigma = 2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1
 (the analytic Gaussian mechanism from 1 on); T = ROUNDS rounds with eta = ETA
-(implicit coupling); beta, rho, lambda fixed from analyses/learn_tables.py's
-tuning at N = 50 (BETA, RHO, LAM).  10 instances (3 with --quick).
+(implicit coupling).  Tuning as in analyses/learn_tables.py, once per N and
+without DP: beta from IGL's best mean F over BETAS, then (rho, lambda) from
+PPGL-L's best mean F over RHOS x LAM_OVER_RHO; the DP runs reuse them (the
+paper tunes without noise; tuning on private data would itself spend privacy).
+10 instances (3 with --quick).
 
 Three parts, all with formally accounted privacy (dp-accounting, PLD and RDP,
 total delta T * 1e-5, beside basic composition T epsilon):
@@ -54,7 +57,10 @@ from topokit.privacy import classic_gaussian_factor, gaussian_sigma  # noqa: E40
 
 from _common import out_path, run_quick, write_table  # noqa: E402
 
-ROUNDS, ETA, BETA, RHO, LAM, C, DELTA = 100, 0.2, 0.01, 0.1, 0.01, 20.0, 1e-5
+ROUNDS, ETA, C, DELTA = 200, 0.2, 20.0, 1e-5
+BETAS = (0.002, 0.005, 0.01, 0.02, 0.05)
+RHOS = (0.1, 0.3, 1.0, 3.0)
+LAM_OVER_RHO = (0.01, 0.1, 0.2)
 SIZES = (50, 100, 200)
 TABLE_EPSILONS = (0.5, 0.8, 1.0)
 SWEEP_EPSILONS = (0.5, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
@@ -73,11 +79,26 @@ def mean_scores(weights, truths) -> tuple[float, float]:
         np.mean([s.relative_error for s in scores]))
 
 
-def ppgl(data, epsilon):
+def igl_scores(data, beta) -> tuple[float, float]:
+    return tuple(np.mean([mean_scores([g.weights for g in igl(d.signals, 1.0, beta)],
+                                      d.local_weights) for d in data], axis=0))
+
+
+def tune(data) -> dict:
+    """beta from IGL's best F, then (rho, lambda) from PPGL-L's best F, all without DP."""
+    beta = max(BETAS, key=lambda b: igl_scores(data, b)[0])
+    grid = [(rho, round(f * rho, 6)) for rho in RHOS for f in LAM_OVER_RHO]
+    rho, lam = max(grid, key=lambda rl: ppgl(data, None, {"beta": beta, "rho": rl[0],
+                                                          "lam": rl[1]})[0])
+    return {"beta": beta, "rho": rho, "lam": lam}
+
+
+def ppgl(data, epsilon, params):
     """PPGL-L's mean (F, RE) over instances and the privacy of the run (None without DP)."""
     scores, privacy = [], None
     for k, instance in enumerate(data):
-        result = learn_federated(instance.signals, 1.0, BETA, RHO, LAM, rounds=ROUNDS, eta=ETA,
+        result = learn_federated(instance.signals, 1.0, params["beta"], params["rho"],
+                                 params["lam"], rounds=ROUNDS, eta=ETA,
                                  coupling="implicit", epsilon=epsilon, delta=DELTA,
                                  clip=C if epsilon else None, seed=k)
         scores.append(mean_scores([g.weights for g in result.local], instance.local_weights))
@@ -122,37 +143,36 @@ def privacy_columns(privacy) -> dict:
             "eps_total_rdp": privacy.epsilon_rdp, "eps_basic": privacy.basic_epsilon}
 
 
-def table_rows(n: int, data) -> list[dict]:
-    f_igl, re_igl = np.mean([mean_scores([g.weights for g in igl(d.signals, 1.0, BETA)],
-                                         d.local_weights) for d in data], axis=0)
+def table_rows(n: int, data, params) -> list[dict]:
+    f_igl, re_igl = igl_scores(data, params["beta"])
     rows = [{"N": n, "method": "IGL", "F": f_igl, "RE": re_igl, "paper_F": PAPER_F[n]["IGL"],
-             "pooled_F": np.nan, **privacy_columns(None)}]
+             "pooled_F": np.nan, **params, **privacy_columns(None)}]
     for epsilon in (None, *TABLE_EPSILONS):
-        f_score, rel_error, privacy = ppgl(data, epsilon)
+        f_score, rel_error, privacy = ppgl(data, epsilon, params)
         pooled = pooled_noise_reference(data, privacy.sigma[0]) if privacy else np.nan
         rows.append({"N": n, "method": "PPGL-L" if epsilon is None else f"PPGL-L (eps={epsilon})",
                      "F": f_score, "RE": rel_error, "paper_F": PAPER_F[n][epsilon],
-                     "pooled_F": pooled, **privacy_columns(privacy)})
+                     "pooled_F": pooled, **params, **privacy_columns(privacy)})
         print(rows[-1], flush=True)
     return rows
 
 
-def sweep_rows(n: int, data, epsilons) -> list[dict]:
+def sweep_rows(n: int, data, params, epsilons) -> list[dict]:
     rows = []
     for epsilon in epsilons:
-        f_score, rel_error, privacy = ppgl(data, epsilon)
+        f_score, rel_error, privacy = ppgl(data, epsilon, params)
         rows.append({"N": n, "eps_round": epsilon, "F": f_score, "RE": rel_error,
                      **privacy_columns(privacy)})
     return rows
 
 
-def paper_noise_rows(n: int, data) -> list[dict]:
+def paper_noise_rows(n: int, data, params) -> list[dict]:
     rows = []
     for epsilon in TABLE_EPSILONS:
         sensitivity = 2.0 * C / n
         sigma = classic_gaussian_factor(DELTA) * sensitivity / epsilon / n
         equivalent = epsilon_for_sigma(sigma, sensitivity)
-        f_score, rel_error, privacy = ppgl(data, equivalent)
+        f_score, rel_error, privacy = ppgl(data, equivalent, params)
         rows.append({"N": n, "paper_eps": epsilon, "eps_round": equivalent, "F": f_score,
                      "RE": rel_error, "paper_F": PAPER_F[n][epsilon],
                      **privacy_columns(privacy)})
@@ -173,7 +193,7 @@ def figure(sweep: pd.DataFrame, table: pd.DataFrame, paper: pd.DataFrame) -> Pat
         ax.axhline(no_dp, color=colour, ls=":", lw=1)
         rows = paper[paper["N"] == n]
         ax.plot(rows["eps_round"], rows["paper_F"], "x", color=colour, ms=8,
-                label=f"paper's Table IV, N = {n}, at its noise")
+                label=f"paper, N = {n}, at eps giving Cor. 1 noise / N")
     ax.set_xscale("log")
     ax.set_xlabel("epsilon per round and client (delta = 1e-5), accounted")
     ax.set_ylabel("F-score of the local graphs")
@@ -193,16 +213,19 @@ def main(quick: bool) -> None:
     table, sweep, paper = [], [], []
     for n in SIZES:
         data = [synthetic_federated(n, q=0.5, seed=7000 + 10 * s + n) for s in range(n_inst)]
-        table += table_rows(n, data)
-        sweep += sweep_rows(n, data, sweep_epsilons)
-        paper += paper_noise_rows(n, data)
+        params = tune(data)
+        print(f"N = {n}: tuned {params}", flush=True)
+        table += table_rows(n, data, params)
+        sweep += sweep_rows(n, data, params, sweep_epsilons)
+        paper += paper_noise_rows(n, data, params)
     privacy_cols = [("sigma", "sigma", ".3g"), ("eps total (PLD)", "eps_total_pld", ".3g"),
                     ("eps total (RDP)", "eps_total_rdp", ".3g"),
                     ("basic T*eps", "eps_basic", ".3g")]
     table, sweep, paper = pd.DataFrame(table), pd.DataFrame(sweep), pd.DataFrame(paper)
     write_table("learn_dp_tradeoff", table, [
         ("N", "N", ""), ("method", "method", ""), ("F", "F", ".3f"), ("RE", "RE", ".3f"),
-        ("paper F", "paper_F", ".3f"), ("pooled-noise F", "pooled_F", ".3f"), *privacy_cols])
+        ("paper F", "paper_F", ".3f"), ("pooled-noise F", "pooled_F", ".3f"),
+        ("beta", "beta", "g"), ("rho", "rho", "g"), ("lambda", "lam", "g"), *privacy_cols])
     write_table("learn_dp_sweep", sweep, [
         ("N", "N", ""), ("eps per round", "eps_round", ".3g"), ("F", "F", ".3f"),
         ("RE", "RE", ".3f"), *privacy_cols])
