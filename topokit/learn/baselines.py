@@ -90,6 +90,7 @@ def graphical_lasso(client_signals: Sequence[ArrayLike], reg: float = 0.1) -> li
     from sklearn.covariance import GraphicalLasso
 
     signals = check_clients(client_signals)
+    reg = check_positive(reg, "reg")
     out = []
     for X in signals:
         model = GraphicalLasso(alpha=reg, max_iter=500).fit(X)
