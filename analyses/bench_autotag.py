@@ -61,7 +61,7 @@ def siot_like(n_devices: int, seed: int) -> Network:
     side = 600.0 * np.sqrt(n_devices / 16)  # metres
     homes = rng.uniform(0, side, (len(owners), 2))
     positions = np.empty((n_devices, 2))
-    for home, members in zip(homes, owners):
+    for home, members in zip(homes, owners, strict=True):
         positions[members] = home + rng.uniform(-40, 40, (len(members), 2))
     ordered = nx.Graph()  # node order 0..n-1
     ordered.add_nodes_from(range(n_devices))

@@ -63,7 +63,8 @@ def to_markdown(frame: pd.DataFrame) -> str:
     """Markdown table without the optional tabulate dependency."""
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |"
+              for row in frame.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
 
@@ -90,7 +91,10 @@ def _child(z, d, solver, queue):
 
 
 def run_cvxpy_guarded(z, d, solver, limit=CVXPY_LIMIT_S):
-    """run_cvxpy in a child process: a solver crash or a run past ``limit`` s is reported, not fatal."""
+    """run_cvxpy in a child process.
+
+    A solver crash or a run past ``limit`` s is reported, not fatal.
+    """
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_child, args=(z, d, solver, queue))

@@ -48,8 +48,10 @@ def main() -> None:
         "spearman_deviation_vs_hitting_time": rho_h,
         "spearman_deviation_vs_inverse_gap": rho_gap,
         "spearman_hitting_time_vs_inverse_gap": rho_h_gap,
-        "hitting_time_range": [float(table["hitting_time"].min()), float(table["hitting_time"].max())],
-        "inverse_gap_range": [float(1 / table["spectral_gap"].max()), float(1 / table["spectral_gap"].min())],
+        "hitting_time_range": [float(table["hitting_time"].min()),
+                               float(table["hitting_time"].max())],
+        "inverse_gap_range": [float(1 / table["spectral_gap"].max()),
+                              float(1 / table["spectral_gap"].min())],
     }
     write_json("fig3_random_topologies.json", report)
     save_figure(degree_deviation_figure(table), out_path("fig3_random_topologies.png"))

@@ -69,7 +69,7 @@ def main() -> None:
                    for m in MUS for s in ("random", "homomorphic")]
     mu_results = gfl.run_many(base.replace(iterations=2 * ITERATIONS), mu_variants)
 
-    for name, results, key in (("sigma", sigma_results, "sigma_g2"), ("mu", mu_results, "mu")):
+    for name, results in (("sigma", sigma_results), ("mu", mu_results)):
         for r in results:
             frames.append(r.to_frame().assign(experiment=f"{name}-sweep"))
             rows.append({"experiment": f"{name}-sweep", "A": "lazy-metropolis",

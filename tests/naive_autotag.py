@@ -50,6 +50,107 @@ def _argmax_first(scores):
     return min(p for s, p in scores if s >= limit)
 
 
+def _budget_run(n, V, t, social, pairs, deg_s, coefficients, nep_patience):
+    """Algorithm 2 (CGP, LCP, NEP) for one budget ``n``.
+
+    Returns ``(snaps, E)``: the snapshots, one per added link, and the added pairs in order.
+    """
+    c_h, c_phi, intercept = coefficients
+    adjacency = np.zeros((V, V))
+    E, N = [], set()
+    deg = np.zeros(V, dtype=int)
+    snaps = []
+    state = {"M": None, "best": np.inf, "stale": 0}
+
+    def components():
+        label = list(range(V))
+
+        def find(x):
+            while label[x] != x:
+                label[x] = label[label[x]]
+                x = label[x]
+            return x
+
+        for i, j in E:
+            label[find(i)] = find(j)
+        return [find(x) for x in range(V)]
+
+    def add(pair, phase):
+        i, j = pair
+        E.append(pair)
+        adjacency[i, j] = adjacency[j, i] = 1.0
+        deg[i] += 1
+        deg[j] += 1
+        if pair not in social:
+            N.update(pair)
+        M = hitting_matrix(adjacency)
+        state["M"] = M
+        H = float(M.max())
+        phi = len(N) / V
+        L = max(t[a, b] for a, b in E)
+        pseudo = (c_h * H + c_phi * phi + intercept) * L if np.isfinite(H) else np.inf
+        snaps.append((phase, pair, H, phi, L, pseudo))
+        if pseudo < state["best"] * (1 - RTOL):
+            state["best"], state["stale"] = pseudo, 0
+        else:
+            state["stale"] += 1
+
+    def try_add(pair, phase):
+        if pair in social or len(N | set(pair)) <= n:
+            add(pair, phase)
+
+    # --- CGP -------------------------------------------------------------------------------
+    L = set(pairs)
+
+    def cgp_key(p):
+        return (deg[p[0]] + deg[p[1]], p not in social, t[p], p)
+
+    while len(E) < V and L:
+        pair = min(L, key=cgp_key)
+        L.discard(pair)
+        try_add(pair, "CGP")
+    while True:
+        label = components()
+        if len(set(label)) == 1:
+            break
+        bridging = [p for p in L if label[p[0]] != label[p[1]]]
+        if not bridging:
+            break
+        pair = min(bridging, key=cgp_key)
+        L.discard(pair)
+        try_add(pair, "CGP")
+
+    def current_M():
+        if state["M"] is None:
+            state["M"] = hitting_matrix(adjacency)
+        return state["M"]
+
+    # --- LCP -------------------------------------------------------------------------------
+    L = set(pairs) - set(E)
+    while L and len(N) < n:
+        M = current_M()
+        scored = [(max(M[i, j], M[j, i]) / (t[i, j] * deg_s[i] * deg_s[j]), (i, j))
+                  for i, j in L]
+        pair = _argmax_first(scored)
+        L.discard(pair)
+        try_add(pair, "LCP")
+
+    # --- NEP -------------------------------------------------------------------------------
+    L = set(pairs) - set(E)
+    state["stale"] = 0
+    while L:
+        if nep_patience is not None and state["stale"] >= nep_patience:
+            break
+        M = current_M()
+        scored = [(max(M[i, j], M[j, i])
+                   / (t[i, j] * max(deg[i], 1) * max(deg[j], 1)), (i, j)) for i, j in L]
+        pair = _argmax_first(scored)
+        L.discard(pair)
+        try_add(pair, "NEP")
+
+    return snaps, E
+
+
 def naive_autotag(net, predictor=None, *, nep_patience=None):
     """Run Algorithm 2 for every budget n = 0..|V|.
 
@@ -71,98 +172,8 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
 
     budgets, accepted_all = [], []
     for n in range(V + 1):
-        adjacency = np.zeros((V, V))
-        E, N = [], set()
-        deg = np.zeros(V, dtype=int)
-        snaps = []
-        state = {"M": None, "best": np.inf, "stale": 0}
-
-        def components():
-            label = list(range(V))
-
-            def find(x):
-                while label[x] != x:
-                    label[x] = label[label[x]]
-                    x = label[x]
-                return x
-
-            for i, j in E:
-                label[find(i)] = find(j)
-            return [find(x) for x in range(V)]
-
-        def add(pair, phase):
-            i, j = pair
-            E.append(pair)
-            adjacency[i, j] = adjacency[j, i] = 1.0
-            deg[i] += 1
-            deg[j] += 1
-            if pair not in social:
-                N.update(pair)
-            M = hitting_matrix(adjacency)
-            state["M"] = M
-            H = float(M.max())
-            phi = len(N) / V
-            L = max(t[a, b] for a, b in E)
-            pseudo = (c_h * H + c_phi * phi + intercept) * L if np.isfinite(H) else np.inf
-            snaps.append((phase, pair, H, phi, L, pseudo))
-            if pseudo < state["best"] * (1 - RTOL):
-                state["best"], state["stale"] = pseudo, 0
-            else:
-                state["stale"] += 1
-
-        def try_add(pair, phase):
-            if pair in social or len(N | set(pair)) <= n:
-                add(pair, phase)
-
-        # --- CGP -------------------------------------------------------------------------
-        L = set(pairs)
-
-        def cgp_key(p):
-            return (deg[p[0]] + deg[p[1]], p not in social, t[p], p)
-
-        while len(E) < V and L:
-            pair = min(L, key=cgp_key)
-            L.discard(pair)
-            try_add(pair, "CGP")
-        while True:
-            label = components()
-            if len(set(label)) == 1:
-                break
-            bridging = [p for p in L if label[p[0]] != label[p[1]]]
-            if not bridging:
-                break
-            pair = min(bridging, key=cgp_key)
-            L.discard(pair)
-            try_add(pair, "CGP")
-
-        def current_M():
-            if state["M"] is None:
-                state["M"] = hitting_matrix(adjacency)
-            return state["M"]
-
-        # --- LCP -------------------------------------------------------------------------
-        L = set(pairs) - set(E)
-        while L and len(N) < n:
-            M = current_M()
-            scored = [(max(M[i, j], M[j, i]) / (t[i, j] * deg_s[i] * deg_s[j]), (i, j))
-                      for i, j in L]
-            pair = _argmax_first(scored)
-            L.discard(pair)
-            try_add(pair, "LCP")
-
-        # --- NEP -------------------------------------------------------------------------
-        L = set(pairs) - set(E)
-        state["stale"] = 0
-        while L:
-            if nep_patience is not None and state["stale"] >= nep_patience:
-                break
-            M = current_M()
-            scored = [(max(M[i, j], M[j, i])
-                       / (t[i, j] * max(deg[i], 1) * max(deg[j], 1)), (i, j)) for i, j in L]
-            pair = _argmax_first(scored)
-            L.discard(pair)
-            try_add(pair, "NEP")
-
+        snaps, E = _budget_run(n, V, t, social, pairs, deg_s, (c_h, c_phi, intercept),
+                               nep_patience)
         budgets.append(snaps)
         accepted_all.append(list(E))
 

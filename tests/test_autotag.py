@@ -20,7 +20,7 @@ NETWORKS = [(4 + seed % 9, seed) for seed in range(18)]
 def _accepted(design, n):
     trace = design.trace
     rows = trace.n == n
-    return [(int(u), int(v)) for u, v in zip(trace.u[rows], trace.v[rows])]
+    return [(int(u), int(v)) for u, v in zip(trace.u[rows], trace.v[rows], strict=True)]
 
 
 def _check_valid(net, design):
@@ -117,11 +117,11 @@ def test_lcp_literal_stop_rule_at_budget_one():
     design = autotag(net, trace=True)
     rows = design.trace.n == 1
     assert np.all(design.trace.phi[rows] == 0)
-    lcp = [(int(u), int(v)) for u, v, p in
-           zip(design.trace.u[rows], design.trace.v[rows], design.trace.phase[rows]) if p == 1]
+    added = list(zip(design.trace.u[rows], design.trace.v[rows], design.trace.phase[rows],
+                     strict=True))
+    lcp = [(int(u), int(v)) for u, v, p in added if p == 1]
     social = {tuple(sorted(e)) for e in net.social.edges}
-    cgp = {(int(u), int(v)) for u, v, p in
-           zip(design.trace.u[rows], design.trace.v[rows], design.trace.phase[rows]) if p == 0}
+    cgp = {(int(u), int(v)) for u, v, p in added if p == 0}
     assert set(lcp) == social - cgp
     assert not np.any(design.trace.phase[rows] == 2)  # nothing is left for NEP
 
@@ -216,7 +216,7 @@ def test_gap_to_the_exhaustive_optimum():
             net = random_network(V, seed, p=0.4, inf_fraction=0.1)
             design, best = autotag(net), optimum(net)
             gaps.append(design.metrics.pseudo_time / best.metrics.pseudo_time - 1)
-            for ours, theirs in zip(design.candidates, best.candidates):
+            for ours, theirs in zip(design.candidates, best.candidates, strict=True):
                 assert ours.n == theirs.n
                 assert ours.metrics.pseudo_time >= theirs.metrics.pseudo_time * (1 - 1e-9)
     gaps = np.array(gaps)

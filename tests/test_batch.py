@@ -77,7 +77,8 @@ def test_directory_of_networks(tmp_path):
     save_network(toy.with_topology(None), tmp_path / "nets" / "social.graphml")
     (tmp_path / "nets" / "broken.json").write_text("{")
     table = batch_analyze(tmp_path / "nets", tmp_path / "t.parquet").set_index("file")
-    assert table.loc["toy.json", "pseudo_time"] == pytest.approx(evaluate(toy, toy.topology).pseudo_time)
+    expected = evaluate(toy, toy.topology).pseudo_time
+    assert table.loc["toy.json", "pseudo_time"] == pytest.approx(expected)
     assert table.loc["social.graphml", "topology"] == "social"
     assert "malformed JSON" in table.loc["broken.json", "error"]
 

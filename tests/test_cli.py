@@ -73,7 +73,8 @@ def test_malformed_json_and_invalid_topology(tmp_path):
 
 def test_batch_random_and_bad_spec(tmp_path):
     out = tmp_path / "r.parquet"
-    result = run("batch", "--random", "n=8,m=10,count=40,seed=3", "-o", str(out), "--chunk-size", "15")
+    result = run("batch", "--random", "n=8,m=10,count=40,seed=3", "-o", str(out),
+                 "--chunk-size", "15")
     assert result.exit_code == 0, result.output
     import pandas as pd
 

@@ -38,7 +38,7 @@ def test_run_writes_parquet_and_plot(small_toml, tmp_path):
 
 def test_seed_option_changes_and_fixes_results(small_toml, tmp_path):
     paths = [tmp_path / f"r{i}.csv" for i in range(3)]
-    for path, seed in zip(paths, ("1", "1", "2")):
+    for path, seed in zip(paths, ("1", "1", "2"), strict=True):
         assert runner.invoke(app, ["run", str(small_toml), "--no-compare", "--seed", seed,
                                    "-o", str(path)]).exit_code == 0
     a, b, c = (pd.read_csv(p) for p in paths)

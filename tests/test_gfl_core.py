@@ -34,7 +34,7 @@ def test_vectorised_run_matches_per_client_loop():
                 {"scheme": "random", "include_self_noise": False, "mu": 0.3}]
     fast = gfl.run_many(config, variants)
     slow = _run_loop(config, variants)
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=True):
         np.testing.assert_allclose(a.final_centroid, b.final_centroid, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(a.msd_individual_db, b.msd_individual_db, atol=1e-9)
 
@@ -54,7 +54,7 @@ def test_numba_kernel_matches_numpy_twin():
         mu = np.array([0.3, 0.7])
         fast = _local_updates(problem, config, w, mu, selected, batch)
         twin = _local_updates_numpy(problem, config, w, mu, selected, batch)
-        for a, b in zip(fast, twin):
+        for a, b in zip(fast, twin, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
 
 

@@ -30,7 +30,8 @@ TABLE_II = np.array(
         [9, 20.5, 18.4, 9.5, 26, 0],
     ]
 )
-FIG_2B = [("A", "B"), ("B", "C"), ("C", "D"), ("C", "E"), ("D", "E"), ("D", "A"), ("D", "F"), ("A", "F")]
+FIG_2B = [("A", "B"), ("B", "C"), ("C", "D"), ("C", "E"),
+          ("D", "E"), ("D", "A"), ("D", "F"), ("A", "F")]
 
 
 def fig_2b() -> nx.Graph:
@@ -197,7 +198,8 @@ def test_large_single_matrix_path_matches_reference():
     # From 128 nodes on a single matrix goes to LAPACK; it must agree with the definition.
     graph = nx.connected_watts_strogatz_graph(140, 4, 0.3, seed=3)
     transition = lazy_metropolis(graph)
-    np.testing.assert_allclose(hitting_times(transition), naive.hitting_times(transition), rtol=1e-8)
+    np.testing.assert_allclose(hitting_times(transition), naive.hitting_times(transition),
+                               rtol=1e-8)
     assert spectral_gap(transition) == pytest.approx(naive.spectral_gap(transition), abs=1e-10)
     disconnected = nx.disjoint_union(graph, nx.path_graph(3))
     assert max_hitting_time(lazy_metropolis(disconnected)) == np.inf

@@ -72,6 +72,6 @@ def test_learn_federated_with_dp(tmp_path, data):
 def test_learn_federated_rejects_mismatched_clients(tmp_path):
     np.save(tmp_path / "a.npy", np.random.default_rng(0).random((5, 4)))
     np.save(tmp_path / "b.npy", np.random.default_rng(1).random((5, 6)))
-    result = runner.invoke(app, ["learn-federated", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
-                                 "-o", str(tmp_path / "o")])
+    result = runner.invoke(app, ["learn-federated", str(tmp_path / "a.npy"),
+                                 str(tmp_path / "b.npy"), "-o", str(tmp_path / "o")])
     assert isinstance(result.exception, InvalidInputError)

@@ -54,7 +54,9 @@ def test_dp_noise_scale_and_accounting(small, epsilon):
     accountant = rdp.RdpAccountant(
         neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
     )
-    accountant.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(multiplier), T))
+    accountant.compose(
+        dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(multiplier), T)
+    )
     assert res.privacy.epsilon_rdp == pytest.approx(accountant.get_epsilon(T * delta), rel=1e-9)
     assert res.privacy.basic_epsilon == pytest.approx(T * epsilon)
     assert res.privacy.basic_delta == pytest.approx(T * delta)
@@ -78,7 +80,8 @@ def test_ppgl_beats_fedavg_on_heterogeneous_clients():
     res = learn_federated(g.signals, 1.0, 0.01, 0.1, 0.01, rounds=2000, eta=0.05,
                           coupling="implicit")
     shared = fedavg(g.signals, 1.0, 0.01, rounds=2000, eta=0.05)
-    f_ppgl = np.mean([edge_scores(x.weights, t).f_score for x, t in zip(res.local, g.local_weights)])
+    f_ppgl = np.mean([edge_scores(x.weights, t).f_score
+                      for x, t in zip(res.local, g.local_weights, strict=True)])
     f_avg = np.mean([edge_scores(shared.weights, t).f_score for t in g.local_weights])
     assert f_ppgl > f_avg + 0.05
 
@@ -105,7 +108,8 @@ def test_graphical_lasso_recovers_a_gaussian_markov_chain():
     """On data drawn from a sparse precision matrix (a chain), the edges are -Theta's support."""
     d = 10
     precision = np.eye(d)
-    precision[np.arange(d - 1), np.arange(1, d)] = precision[np.arange(1, d), np.arange(d - 1)] = -0.4
+    upper, lower = (np.arange(d - 1), np.arange(1, d)), (np.arange(1, d), np.arange(d - 1))
+    precision[upper] = precision[lower] = -0.4
     rng = np.random.default_rng(0)
     X = rng.multivariate_normal(np.zeros(d), np.linalg.inv(precision), size=2000)
     i, j = np.triu_indices(d, 1)

@@ -80,7 +80,8 @@ def test_federated_fixed_point_agrees_with_cvxpy():
     assert abs(res.objective - value) <= 1e-6 * abs(value)
     np.testing.assert_allclose(res.consensus.weights, problem.var_dict["w_con"].value, atol=1e-4)
     for k in range(3):
-        np.testing.assert_allclose(res.local[k].weights, problem.var_dict[f"w_{k}"].value, atol=1e-4)
+        np.testing.assert_allclose(res.local[k].weights, problem.var_dict[f"w_{k}"].value,
+                                   atol=1e-4)
 
 
 def test_fixed_build_equals_dpp_build():

@@ -59,8 +59,9 @@ def test_result_unpacks_and_graph_carries_weights():
     weights, graph = learn_graph(smooth_signals(6, 30, 0), 1.0, 0.1)
     assert weights.shape == (15,)
     assert isinstance(graph, nx.Graph) and graph.number_of_nodes() == 6
+    rows, cols = np.triu_indices(6, 1)
     for u, v, w in graph.edges(data="weight"):
-        k = np.flatnonzero((np.triu_indices(6, 1)[0] == min(u, v)) & (np.triu_indices(6, 1)[1] == max(u, v)))[0]
+        k = np.flatnonzero((rows == min(u, v)) & (cols == max(u, v)))[0]
         assert w == weights[k]
 
 

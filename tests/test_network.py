@@ -48,7 +48,8 @@ def test_toy_dominant_link_is_de(toy):
     times = toy.link_times
     i, j = toy.index["D"], toy.index["E"]
     assert times[i, j] == 52.0
-    finite = [times[toy.index[u], toy.index[v]] for u, v in toy.topology.edges if {u, v} != {"D", "E"}]
+    finite = [times[toy.index[u], toy.index[v]]
+              for u, v in toy.topology.edges if {u, v} != {"D", "E"}]
     assert max(finite) < 52.0
 
 

@@ -1,4 +1,7 @@
-"""GlobalIteratePredictor follows scikit-learn's estimator conventions (eq. 15 and fitting: test_network)."""
+"""GlobalIteratePredictor follows scikit-learn's estimator conventions.
+
+Eq. 15 and the fitting are tested in test_network.
+"""
 
 import pytest
 from sklearn.utils.estimator_checks import check_estimator
@@ -20,7 +23,8 @@ def test_scikit_learn_checks_pass_except_fixed_width():
     assert not unexpected
     passed = {r["check_name"] for r in results if r["status"] == "passed"}
     for name in ("check_no_attributes_set_in_init", "check_parameters_default_constructible",
-                 "check_get_params_invariance", "check_set_params", "check_estimators_empty_data_messages",
+                 "check_get_params_invariance", "check_set_params",
+                 "check_estimators_empty_data_messages",
                  "check_fit_idempotent", "check_estimators_fit_returns_self",
                  "check_estimators_overwrite_params", "check_supervised_y_no_nan",
                  "check_estimator_cloneable", "check_fit_check_is_fitted"):

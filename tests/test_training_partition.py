@@ -75,7 +75,7 @@ def test_dirichlet_partition_follows_flower_semantics():
     _check_disjoint_cover(parts, 1000)
     assert min(len(p) for p in parts) >= 20
     again = DirichletPartitioner(num_partitions=8, alpha=0.5, min_partition_size=20, seed=42)
-    for a, b in zip(parts, again.split(LABELS)):
+    for a, b in zip(parts, again.split(LABELS), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -93,7 +93,7 @@ def test_dirichlet_seed_none_uses_the_generator_given():
     partitioner = DirichletPartitioner(5, alpha=1.0, min_partition_size=5, seed=None)
     first = partitioner.split(LABELS, 5, rng=9)
     second = partitioner.split(LABELS, 5, rng=9)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

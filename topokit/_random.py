@@ -54,4 +54,4 @@ def spawn_generators(seed: SeedLike, roles: Sequence[str]) -> dict[str, np.rando
     ['noise', 'partition']
     """
     children = seed_sequence(seed).spawn(len(roles))
-    return {role: np.random.default_rng(child) for role, child in zip(roles, children)}
+    return {role: np.random.default_rng(child) for role, child in zip(roles, children, strict=True)}

@@ -162,7 +162,10 @@ def check_connected(graph: nx.Graph, what: str = "the social graph") -> None:
 
 
 def graph_adjacency(graph: nx.Graph, nodelist: list | None = None) -> NDArray[np.float64]:
-    """0/1 float64 adjacency of ``graph`` in ``nodelist`` order (default ``list(graph)``); no self-loops."""
+    """0/1 float64 adjacency of ``graph`` in ``nodelist`` order (default ``list(graph)``).
+
+    No self-loops.
+    """
     if graph.is_directed():
         raise InvalidInputError("expected an undirected graph; got a directed one")
     nodes = list(graph) if nodelist is None else nodelist

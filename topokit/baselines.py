@@ -38,7 +38,7 @@ _MAX_TRIES = 1000
 
 def _finite_pairs(net: Network) -> list[tuple[Any, Any]]:
     problem = _problem(net)
-    return [(net.nodes[i], net.nodes[j]) for i, j in zip(problem.pi, problem.pj)]
+    return [(net.nodes[i], net.nodes[j]) for i, j in zip(problem.pi, problem.pj, strict=True)]
 
 
 def ndlf(net: Network) -> Topology:

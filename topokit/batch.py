@@ -102,7 +102,8 @@ def _connected(adjacency: np.ndarray) -> bool:
 def _ensemble_chunk(ensemble: RandomEnsemble, start: int, stop: int) -> pd.DataFrame:
     indices = np.arange(start, stop)
     adjacency = np.stack([
-        random_connected_adjacency(ensemble.n, ensemble.m, np.random.default_rng([ensemble.seed, i]))
+        random_connected_adjacency(ensemble.n, ensemble.m,
+                                   np.random.default_rng([ensemble.seed, i]))
         for i in indices
     ])
     hitting, gap = hitting_time_and_gap(adjacency)

@@ -53,12 +53,13 @@ def handles_user_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except TopokitError as exc:
-            error_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            error_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                                soft_wrap=True)
             raise typer.Exit(2) from None
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
-            error_console.print(f"[bold red]error:[/] {escape(str(exc.strerror or exc))}{escape(where)}",
-                                highlight=False)
+            message = escape(str(exc.strerror or exc)) + escape(where)
+            error_console.print(f"[bold red]error:[/] {message}", highlight=False)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -121,7 +122,8 @@ def metrics_table(title: str, columns: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-NetworkArg = typer.Argument(None, help="Network file (.json node-link or .graphml).", show_default=False)
+NetworkArg = typer.Argument(None, help="Network file (.json node-link or .graphml).",
+                            show_default=False)
 ExampleOpt = typer.Option(None, "--example", "-e", help="Use a bundled example instead of a file.")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
 
@@ -161,7 +163,8 @@ def analyze(
 def batch(
     directory: Path = typer.Argument(None, help="Directory of network files.", show_default=False),
     random: str = typer.Option(
-        None, "--random", help="Random ensemble instead of files, e.g. n=16,m=32,count=10000,seed=0."
+        None, "--random",
+        help="Random ensemble instead of files, e.g. n=16,m=32,count=10000,seed=0.",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="Parquet file to write."),
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
@@ -218,7 +221,8 @@ def baseline_metrics(net, design, predictor, *, seed: int) -> dict[str, dict[str
         topologies["ERG"] = erg(net, seed=seed, reference=design)
     except InvalidInputError:
         pass  # no connected random graph with AutoTag's link count: nothing to compare
-    return {name: evaluate(net, topology, predictor).to_dict() for name, topology in topologies.items()}
+    return {name: evaluate(net, topology, predictor).to_dict()
+            for name, topology in topologies.items()}
 
 
 @app.command()
@@ -229,7 +233,9 @@ def design(
     predictor: Path = typer.Option(None, "--predictor", help="Calibrated predictor JSON."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the design as JSON."),
     plot: Path = typer.Option(None, "--plot", help="Draw the topology and trade-off (PNG)."),
-    n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Threads over DP budgets (-1: all cores)."),
+    n_jobs: int = typer.Option(
+        1, "--n-jobs", "-j", help="Threads over DP budgets (-1: all cores)."
+    ),
     nep_patience: int = typer.Option(
         None, "--nep-patience", help="Stop NEP after this many snapshots without improvement."
     ),
@@ -247,7 +253,8 @@ def design(
     model = GlobalIteratePredictor.load(predictor) if predictor else None
     chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
                                    nep_patience=nep_patience, quiet=as_json)
-    columns = {"AutoTag": chosen.metrics.to_dict(), **baseline_metrics(net, chosen, model, seed=seed)}
+    columns = {"AutoTag": chosen.metrics.to_dict(),
+               **baseline_metrics(net, chosen, model, seed=seed)}
     payload = {"network": net.name, **chosen.to_dict(), "baselines": columns}
     if output is not None:
         from ._io import atomic_write_text
@@ -271,7 +278,8 @@ def design(
         console.print(f"links (* non-social): {links}", soft_wrap=True)
     else:
         non_social = [f"{u}-{v}" for u, v in chosen.topology.non_social_edges(net)]
-        console.print(f"{chosen.topology.n_links} links; non-social: {', '.join(non_social) or 'none'}"
+        console.print(f"{chosen.topology.n_links} links; "
+                      f"non-social: {', '.join(non_social) or 'none'}"
                       " (all links: --output or --json)", soft_wrap=True)
     console.print(f"DP devices: {dp}")
     console.print(metrics_table("AutoTag against the baselines", columns))
@@ -298,8 +306,9 @@ def generate_siot(
     from .datasets import DEFAULT_METRES_PER_UNIT, siot
     from .network import save_network
 
-    net = siot(devices, seed=seed,
-               metres_per_unit=DEFAULT_METRES_PER_UNIT if metres_per_unit is None else metres_per_unit)
+    if metres_per_unit is None:
+        metres_per_unit = DEFAULT_METRES_PER_UNIT
+    net = siot(devices, seed=seed, metres_per_unit=metres_per_unit)
     save_network(net, output)
     console.print(f"wrote {output}: {net.n_devices} devices, {net.social.number_of_edges()} "
                   "social links")

@@ -452,7 +452,7 @@ def _check_class_probabilities(
     if not np.all(np.isfinite(values)) or (values < 0).any() or abs(values.sum() - 1.0) > 1e-9:
         raise InvalidInputError(
             "class_probabilities must be >= 0 and sum to 1; "
-            f"got {dict(zip(names, values.tolist()))}"
+            f"got {dict(zip(names, values.tolist(), strict=True))}"
         )
     return names, values
 
@@ -664,7 +664,7 @@ def _synthetic_owners(
     picks = rngs["owners"].choice(len(sets), size=n_owners, p=weights / weights.sum())
     homes = rngs["homes"].random((n_owners, 2)) * side
     owner, kind, xy = [], [], []
-    for k, (pick, home) in enumerate(zip(picks, homes)):
+    for k, (pick, home) in enumerate(zip(picks, homes, strict=True)):
         for device_type in sets[pick]:
             owner.append(k + 1)
             kind.append(device_type)

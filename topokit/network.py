@@ -73,7 +73,9 @@ class Topology:
     edges: tuple[tuple[Hashable, Hashable], ...]
     dp_devices: frozenset = field(default_factory=frozenset)
 
-    def __init__(self, edges: Iterable[Sequence[Hashable]] = (), dp_devices: Iterable[Hashable] = ()):
+    def __init__(
+        self, edges: Iterable[Sequence[Hashable]] = (), dp_devices: Iterable[Hashable] = ()
+    ):
         pairs = set()
         for edge in edges:
             edge = tuple(edge)
@@ -83,7 +85,8 @@ class Topology:
             if u == v:
                 raise InvalidTopologyError(f"self-loop on node {u!r}: a link must join two devices")
             pairs.add(canonical_pair(u, v))
-        object.__setattr__(self, "edges", tuple(sorted(pairs, key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))))
+        ordered = sorted(pairs, key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))
+        object.__setattr__(self, "edges", tuple(ordered))
         object.__setattr__(self, "dp_devices", frozenset(dp_devices))
 
     @property
@@ -136,10 +139,14 @@ class Topology:
         return problems
 
     def validate(self, net: Network, *, require_connected: bool = False) -> Topology:
-        """Raise :class:`InvalidTopologyError` naming the first broken rule; return self if valid."""
+        """Raise :class:`InvalidTopologyError` naming the first broken rule.
+
+        Returns self if valid.
+        """
         problems = self.violations(net, require_connected=require_connected)
         if problems:
-            error = NodeNotFoundError if "is not in the network" in problems[0] else InvalidTopologyError
+            missing_node = "is not in the network" in problems[0]
+            error = NodeNotFoundError if missing_node else InvalidTopologyError
             extra = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
             raise error(f"invalid topology: {problems[0]}{extra}")
         return self
@@ -335,7 +342,8 @@ class Network:
     def __repr__(self) -> str:
         label = f"{self.name!r}, " if self.name else ""
         return (
-            f"Network({label}{self.n_devices} devices, {self.social.number_of_edges()} social links)"
+            f"Network({label}{self.n_devices} devices, "
+            f"{self.social.number_of_edges()} social links)"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -414,7 +422,10 @@ def graph_to_network(graph: nx.Graph, *, source: str = "graph") -> Network:
         )
     compute = {node: graph.nodes[node]["compute_time"] for node in nodes}
     has_xy = all("x" in graph.nodes[v] and "y" in graph.nodes[v] for v in nodes)
-    positions = [[float(graph.nodes[v]["x"]), float(graph.nodes[v]["y"])] for v in nodes] if has_xy else None
+    positions = (
+        [[float(graph.nodes[v]["x"]), float(graph.nodes[v]["y"])] for v in nodes]
+        if has_xy else None
+    )
     social = nx.Graph()
     social.add_nodes_from(nodes)
     social.add_edges_from(graph.edges)
@@ -462,7 +473,9 @@ def _existing(path: str | Path) -> Path:
     if not path.exists():
         raise NetworkFileNotFoundError(f"no such file: {path}")
     if path.is_dir():
-        raise NetworkFileError(f"{path} is a directory; expected a network file (.json or .graphml)")
+        raise NetworkFileError(
+            f"{path} is a directory; expected a network file (.json or .graphml)"
+        )
     return path
 
 
@@ -499,7 +512,8 @@ def load_network(path: str | Path) -> Network:
     data.setdefault("directed", False)
     data.setdefault("multigraph", False)
     for record in data.get(edges_key, []):
-        record["source"], record["target"] = _hashable(record["source"]), _hashable(record["target"])
+        record["source"] = _hashable(record["source"])
+        record["target"] = _hashable(record["target"])
     for record in data["nodes"]:
         record["id"] = _hashable(record.get("id"))
     try:

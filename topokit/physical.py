@@ -53,7 +53,9 @@ def transfer_seconds(model_size_mb: float, rate_mbps: float) -> float:
 def _lte_rates(lte: str | Sequence[str], n: int) -> NDArray[np.float64]:
     categories = [lte] * n if isinstance(lte, str) else list(lte)
     if len(categories) != n:
-        raise InvalidInputError(f"lte must name one category per device ({n}); got {len(categories)}")
+        raise InvalidInputError(
+            f"lte must name one category per device ({n}); got {len(categories)}"
+        )
     unknown = sorted({c for c in categories if c not in LTE_RATE_MBPS})
     if unknown:
         raise InvalidInputError(
@@ -96,7 +98,8 @@ def pairwise_delays(
     rates = _lte_rates(lte, n)
     pair_rate = np.minimum(rates[:, None], rates[None, :])
     delay = model_size_mb * 8.0 / pair_rate
-    delay = np.where(distance < wifi_range_m, transfer_seconds(model_size_mb, WIFI_RATE_MBPS), delay)
+    wifi_delay = transfer_seconds(model_size_mb, WIFI_RATE_MBPS)
+    delay = np.where(distance < wifi_range_m, wifi_delay, delay)
     if max_range_m is not None:
         delay = np.where(distance > max_range_m, np.inf, delay)
     np.fill_diagonal(delay, 0.0)
@@ -123,7 +126,7 @@ def compute_seconds(values: Sequence | Mapping, nodes: list) -> NDArray[np.float
             f"compute_time must have one value per node ({len(nodes)}); got {len(raw)}"
         )
     seconds = []
-    for node, value in zip(nodes, raw):
+    for node, value in zip(nodes, raw, strict=True):
         if isinstance(value, str):
             key = value.lower().replace(" ", "").replace("-", "")
             if key not in DEVICE_COMPUTE_SECONDS:

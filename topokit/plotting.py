@@ -87,7 +87,8 @@ def _draw_topology(axis, net: Network, design: Design) -> None:
     styles = (
         (unused_social, dict(style="dotted", edge_color="0.75", width=0.8), "social link, unused"),
         (used_social, dict(style="solid", edge_color="tab:blue", width=1.6), "social link, used"),
-        (non_social, dict(style="dashed", edge_color="tab:red", width=1.6), "non-social link (DP ends)"),
+        (non_social, dict(style="dashed", edge_color="tab:red", width=1.6),
+         "non-social link (DP ends)"),
     )
     for edges, style, label in styles:
         nx.draw_networkx_edges(net.social, position, edgelist=edges, ax=axis, label=label, **style)

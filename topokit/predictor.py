@@ -109,7 +109,8 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
                 "eq. (15) has no coefficient for the noise variance U: fit this predictor "
                 "on measured runs (topokit calibrate) before predicting"
             )
-        return np.array([PAPER_COEFFICIENTS["hitting_time"], PAPER_COEFFICIENTS["phi"]]), PAPER_INTERCEPT
+        coef = np.array([PAPER_COEFFICIENTS["hitting_time"], PAPER_COEFFICIENTS["phi"]])
+        return coef, PAPER_INTERCEPT
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predicted global iterate G' for rows (H, phi[, U])."""
@@ -121,7 +122,9 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
         coef, intercept = self._coefficients()
         return X @ coef + intercept
 
-    def predict_one(self, hitting_time: float, phi: float, noise_variance: float | None = None) -> float:
+    def predict_one(
+        self, hitting_time: float, phi: float, noise_variance: float | None = None
+    ) -> float:
         """G' of one topology; ``inf`` when H is infinite (a disconnected topology)."""
         if not np.isfinite(hitting_time):
             return float("inf")
@@ -175,5 +178,7 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise NetworkFileError(f"{path}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+            raise NetworkFileError(
+                f"{path}: malformed JSON: {exc.msg} (line {exc.lineno})"
+            ) from None
         return cls.from_dict(data)

@@ -199,7 +199,8 @@ def _classification_data(config: GFLConfig, rng: np.random.Generator):
     U = np.zeros((P, K, N_max, M))
     D = np.zeros((P, K, N_max))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    for c, (start, size) in enumerate(zip(starts, sizes)):  # data set-up, not the hot path
+    # Data set-up, not the hot path.
+    for c, (start, size) in enumerate(zip(starts, sizes, strict=True)):
         p, k = divmod(c, K)
         rows = train[start : start + size]
         shift = rng.normal(0.0, 0.3, size=M - 1)

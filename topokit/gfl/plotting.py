@@ -48,7 +48,7 @@ def plot_msd(results: Sequence[GFLResult], *, title: str | None = None,
     """
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(which), figsize=(5.2 * len(which), 3.8), squeeze=False)
-    for ax, kind in zip(axes[0], which):
+    for ax, kind in zip(axes[0], which, strict=True):
         for result in results:
             curve = result.msd_centroid_db if kind == "centroid" else result.msd_individual_db
             label = result.label + (f" (diverged at {result.diverged_at})"

@@ -24,7 +24,10 @@ def strongly_connected(matrix: NDArray[np.float64]) -> bool:
 
 
 def hitting_times_dense(transition: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Fundamental-matrix hitting times of an irreducible chain (see _numba._hitting_times_irreducible)."""
+    """Fundamental-matrix hitting times of an irreducible chain.
+
+    See ``_numba._hitting_times_irreducible``.
+    """
     n = transition.shape[0]
     if np.allclose(transition.sum(axis=0), 1.0, rtol=0, atol=1e-12):
         stationary = np.full(n, 1.0 / n)

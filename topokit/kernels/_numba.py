@@ -215,7 +215,10 @@ def _symmetric_support(matrix):
 
 @njit(**NJIT_FLAGS)
 def _reach(matrix, start, members, transpose):
-    """Mark the nodes reachable from ``start`` along positive entries (restricted to ``members``)."""
+    """Mark the nodes reachable from ``start`` along positive entries.
+
+    The search is restricted to ``members``.
+    """
     n = matrix.shape[0]
     seen = np.zeros(n, dtype=np.bool_)
     stack = np.empty(n, dtype=np.int64)

@@ -55,15 +55,24 @@ def _save_plot(graph: nx.Graph, path: Path, title: str) -> None:
 
 
 def learn_command(
-    signals: Path = typer.Argument(..., help="Signals file (.npy or .csv), shape (n_signals, n_nodes)."),
+    signals: Path = typer.Argument(
+        ..., help="Signals file (.npy or .csv), shape (n_signals, n_nodes)."
+    ),
     alpha: float | None = typer.Option(None, "--alpha", help="Log-degree weight (> 0)."),
     beta: float | None = typer.Option(None, "--beta", help="Weight of 2||w||^2 (>= 0)."),
-    degree: float | None = typer.Option(None, "--degree", help="Target average degree (instead of --alpha/--beta)."),
-    output: Path = typer.Option(Path("graph.json"), "-o", "--output",
-                                help="Learned graph as a topokit network file (feeds `topokit design`)."),
+    degree: float | None = typer.Option(
+        None, "--degree", help="Target average degree (instead of --alpha/--beta)."
+    ),
+    output: Path = typer.Option(
+        Path("graph.json"), "-o", "--output",
+        help="Learned graph as a topokit network file (feeds `topokit design`).",
+    ),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
     solver: str = typer.Option("auto", "--solver", help="auto, pdhg, fbf or cvxpy."),
-    tol: float | None = typer.Option(None, "--tol", help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf)."),
+    tol: float | None = typer.Option(
+        None, "--tol",
+        help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
     """Learn one weighted graph from smooth signals (log-degree model)."""
@@ -92,10 +101,17 @@ def learn_federated_command(
     rho: float = typer.Option(0.5, "--rho", help="Coupling to the consensus graph."),
     lam: float = typer.Option(0.01, "--lam", help="l1 weight of the consensus graph."),
     rounds: int = typer.Option(50, "--rounds", help="Communication rounds T."),
-    tol: float | None = typer.Option(None, "--tol", help="Stop early at this fixed-point residual."),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Per-round, per-client DP epsilon."),
+    tol: float | None = typer.Option(
+        None, "--tol", help="Stop early at this fixed-point residual."
+    ),
+    epsilon: float | None = typer.Option(
+        None, "--epsilon", help="Per-round, per-client DP epsilon."
+    ),
     delta: float = typer.Option(1e-5, "--delta", help="Per-round DP delta."),
-    clip: float = typer.Option(20.0, "--clip", help="Clipping norm C of each signal-difference vector (used with --epsilon)."),
+    clip: float = typer.Option(
+        20.0, "--clip",
+        help="Clipping norm C of each signal-difference vector (used with --epsilon).",
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the DP noise."),
     output: Path = typer.Option(Path("learned"), "-o", "--output", help="Output folder."),
 ) -> None:
@@ -107,7 +123,7 @@ def learn_federated_command(
     )
     output.mkdir(parents=True, exist_ok=True)
     _write_graph_json(result.consensus.graph, output / "consensus.json", seed=seed)
-    for path, graph in zip(client_files, result.local):
+    for path, graph in zip(client_files, result.local, strict=True):
         _write_graph_json(graph.graph, output / f"local_{path.stem}.json", seed=seed)
     summary = {k: v for k, v in result.to_dict().items() if k not in ("local", "consensus")}
     atomic_write_text(output / "summary.json", json.dumps(summary, indent=1) + "\n")
@@ -119,7 +135,8 @@ def learn_federated_command(
         p = result.privacy
         typer.echo(
             f"privacy per client: ({p.epsilon:g}, {p.delta:g}) per round; over {p.rounds} rounds "
-            f"epsilon={p.epsilon_pld:.3g} (PLD) / {p.epsilon_rdp:.3g} (RDP) at delta={p.total_delta:g}, "
+            f"epsilon={p.epsilon_pld:.3g} (PLD) / {p.epsilon_rdp:.3g} (RDP) "
+            f"at delta={p.total_delta:g}, "
             f"basic composition ({p.basic_epsilon:g}, {p.basic_delta:g})"
         )
 

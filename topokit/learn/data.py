@@ -157,7 +157,9 @@ def digits_views(
     for c in classes:
         idx = np.flatnonzero(digits.target == c)
         if idx.size < per_class:
-            raise InvalidInputError(f"class {c} has only {idx.size} images; got per_class={per_class}")
+            raise InvalidInputError(
+                f"class {c} has only {idx.size} images; got per_class={per_class}"
+            )
         picks.append(rng.choice(idx, size=per_class, replace=False))
     order = np.concatenate(picks)
     images = digits.images[order] / 16.0  # (n_nodes, 8, 8)

@@ -193,7 +193,8 @@ def _degrees_rows(W: NDArray, i: NDArray, j: NDArray, d: int) -> NDArray:
     """S w for every row of W (n_clients, p) -> (n_clients, d)."""
     out = np.zeros((W.shape[0], d))
     for r in range(W.shape[0]):
-        out[r] = np.bincount(i, weights=W[r], minlength=d) + np.bincount(j, weights=W[r], minlength=d)
+        out[r] = (np.bincount(i, weights=W[r], minlength=d)
+                  + np.bincount(j, weights=W[r], minlength=d))
     return out
 
 
@@ -214,7 +215,10 @@ def federated_objective(W, w_con, Z, alpha, beta, rho, lam, zeta=ZETA) -> float:
 
 
 def _fixed_point_residual(W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d):
-    """max_i ||w_i - Proj(w_i - grad_i)||_inf of the round's surrogate (eq. 9), and the server's change."""
+    """max_i ||w_i - Proj(w_i - grad_i)||_inf of the round's surrogate (eq. 9).
+
+    Returns the larger of that and the server's change, ``max |w_con - w_con_prev|``.
+    """
     grad = _gradients(W, Z, alpha, beta, zeta, i, j, d) + rho * gamma[:, None] * (W - w_con)
     client = float(np.max(np.abs(W - np.maximum(W - grad, 0.0))))
     return max(client, float(np.max(np.abs(w_con - w_con_prev))))
@@ -300,8 +304,8 @@ def learn_federated(
         ``(rho gamma_i / 2)||w - w_con||^2`` too; unstable once
         eta rho gamma_i > 2 (1 - xi), i.e. when a local graph comes within
         about eta rho of the consensus graph.  ``"implicit"``: that quadratic
-        is taken by its proximal step,
-        ``w = Proj_{>=0}((w_ex - eta (grad g_i + s_i) + eta rho gamma_i w_con) / (1 + eta rho gamma_i))``,
+        is taken by its proximal step, ``w = Proj_{>=0}(v / (1 + eta rho gamma_i))``
+        with ``v = w_ex - eta (grad g_i + s_i) + eta rho gamma_i w_con``,
         which agrees to first order in eta rho gamma_i, has the same fixed
         points and the same DP sensitivity (the data term is scaled by
         eta / (1 + eta rho gamma_i) <= eta), and is stable for every gamma.

@@ -46,7 +46,9 @@ def edge_scores(
     w = check_finite_array(learned, "learned", ndim=1)
     w_true = check_finite_array(truth, "truth", ndim=1)
     if w.shape != w_true.shape:
-        raise InvalidInputError(f"learned and truth must have the same length; got {w.size} and {w_true.size}")
+        raise InvalidInputError(
+            f"learned and truth must have the same length; got {w.size} and {w_true.size}"
+        )
     top = w.max(initial=0.0)
     predicted = w > threshold * top if top > 0 else np.zeros(w.size, bool)
     actual = w_true > 0

@@ -23,7 +23,7 @@ def plot_adjacencies(
 
     n = len(weights)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.2), squeeze=False)
-    for k, (ax, w) in enumerate(zip(axes[0], weights)):
+    for k, (ax, w) in enumerate(zip(axes[0], weights, strict=True)):
         ax.imshow(weights_to_adjacency(np.asarray(w), n_nodes), cmap="viridis")
         ax.set_xticks([])
         ax.set_yticks([])

@@ -198,7 +198,8 @@ def solve_problem(problem: cp.Problem, *, solver: str = "auto", **options: Any) 
     choice = solver.lower()
     if choice == "auto":
         p_max = max(v.size for v in problem.variables())
-        choice = "clarabel" if p_max <= CLARABEL_MAX_NODES * (CLARABEL_MAX_NODES - 1) // 2 else "scs"
+        clarabel_max_pairs = CLARABEL_MAX_NODES * (CLARABEL_MAX_NODES - 1) // 2
+        choice = "clarabel" if p_max <= clarabel_max_pairs else "scs"
     if choice == "clarabel":
         problem.solve(solver=cp.CLARABEL, **options)
     elif choice == "scs":
@@ -208,7 +209,8 @@ def solve_problem(problem: cp.Problem, *, solver: str = "auto", **options: Any) 
         raise InvalidInputError(f"solver must be 'auto', 'clarabel' or 'scs'; got {solver!r}")
     if problem.status == cp.OPTIMAL_INACCURATE:
         warnings.warn(
-            f"cvxpy ({choice}) reports an inaccurate optimum; check the result or try the other solver",
+            f"cvxpy ({choice}) reports an inaccurate optimum; "
+            "check the result or try the other solver",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -294,7 +294,10 @@ def weights_to_graph(
 
 
 def _fbf_step(d: int, beta: float) -> float:
-    """Step size 0.9 / mu with mu = 4 beta + ||S||_2 = 4 beta + sqrt(2 (d - 1)) (Kalofolias, Alg. 1)."""
+    """Step size 0.9 / mu with mu = 4 beta + ||S||_2 = 4 beta + sqrt(2 (d - 1)).
+
+    Kalofolias, Alg. 1.
+    """
     return 0.9 / (4.0 * beta + math.sqrt(2.0 * (d - 1)))
 
 
