@@ -129,6 +129,20 @@ def test_per_run_budget_is_spent_over_the_run(toy, digits):
         assert run.epsilon[node] == pytest.approx(2.0, rel=1e-3)
 
 
+def test_per_run_pld_budget_buys_less_noise_than_rdp(toy, digits):
+    runs = {accountant: train(toy, toy.topology, *digits, rounds=20, seed=0,
+                              dp=DPConfig(epsilon=2.0, per="run", accountant=accountant))
+            for accountant in ("rdp", "pld")}
+    for node in DP_NODES:
+        assert runs["pld"].epsilon[node] <= 2.0 + 1e-3
+        assert runs["pld"].epsilon[node] == pytest.approx(2.0, rel=1e-2)
+        assert runs["pld"].noise_multiplier[node] < runs["rdp"].noise_multiplier[node]
+        # the PLD-calibrated run, accounted independently with dp-accounting's PLD
+        q = runs["pld"].sampling_rate[node]
+        spent = _dp_accounting_epsilon(runs["pld"].noise_multiplier[node], q, 20, 1e-5, "pld")
+        assert spent <= 2.0 + 1e-3
+
+
 def test_epsilon_counts_only_the_rounds_run(toy, digits):
     from topokit.training import Convergence
 
