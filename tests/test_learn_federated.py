@@ -120,6 +120,10 @@ def test_graphical_lasso_recovers_a_gaussian_markov_chain():
     assert np.abs(weights[0] - truth)[truth > 0].max() < 0.1  # shrunk by reg, not lost
     with pytest.raises(InvalidInputError, match="reg must be > 0"):
         graphical_lasso([X], reg=0.0)
+    # fewer signals than nodes: scikit-learn's failure becomes one clear message
+    few = synthetic_federated(10, n_clients=1, n_nodes=20, seed=0).signals
+    with pytest.raises(InvalidInputError, match="raise reg"):
+        graphical_lasso(few, reg=0.001)
 
 
 def test_digits_example_has_labels_and_views():

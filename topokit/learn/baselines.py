@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_nonnegative, check_positive
+from ..errors import InvalidInputError
 from .federated import ETA, XI, ZETA, _gradients, check_clients, client_means
 from .solvers import (
     DEFAULT_THRESHOLD,
@@ -92,8 +93,15 @@ def graphical_lasso(client_signals: Sequence[ArrayLike], reg: float = 0.1) -> li
     signals = check_clients(client_signals)
     reg = check_positive(reg, "reg")
     out = []
-    for X in signals:
-        model = GraphicalLasso(alpha=reg, max_iter=500).fit(X)
+    for k, X in enumerate(signals):
+        try:
+            model = GraphicalLasso(alpha=reg, max_iter=500).fit(X)
+        except FloatingPointError as exc:  # scikit-learn's ill-conditioning failure
+            raise InvalidInputError(
+                f"GraphicalLasso failed on client {k} ({X.shape[0]} signals, {X.shape[1]} "
+                f"nodes) with reg={reg:g}: {exc}; raise reg (fewer signals than nodes need a "
+                "larger one)"
+            ) from None
         i, j = edge_index(X.shape[1])
         out.append(np.maximum(-model.precision_[i, j], 0.0))
     return out
