@@ -67,6 +67,13 @@ def test_learn_federated_with_dp(tmp_path, data):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["privacy"]["rounds"] == 20
     assert (out / "consensus.json").exists() and (out / "local_c1.json").exists()
+    once = tmp_path / "once"
+    result = runner.invoke(app, ["learn-federated", *files, "--epsilon", "5", "--rounds", "20",
+                                 "--dp-release", "distances", "--seed", "0", "-o", str(once)])
+    assert result.exit_code == 0, result.output
+    privacy = json.loads((once / "summary.json").read_text())["privacy"]
+    assert privacy["rounds"] == 1 and privacy["release"] == "distances"
+    assert privacy["basic_epsilon"] == 5.0
 
 
 def test_learn_federated_rejects_mismatched_clients(tmp_path):

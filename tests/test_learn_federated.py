@@ -75,6 +75,38 @@ def test_dp_noise_is_added_with_the_stated_std(small):
         np.testing.assert_array_equal(noisy.local[k].weights, again.local[k].weights)
 
 
+def test_distances_release_is_one_gaussian_release(small):
+    """dp_release="distances": z_i + N(0, sigma^2) once, epsilon for the whole run; the run
+    is its post-processing, so it converges to the noiseless fixed point of the noisy z."""
+    delta, C, epsilon = 1e-5, 20.0, 2.0
+    res = learn_federated(small.signals, 1.0, 0.5, 0.5, 0.05, rounds=20_000, tol=1e-9,
+                          epsilon=epsilon, delta=delta, clip=C, seed=1,
+                          dp_release="distances")
+    sizes = [X.shape[0] for X in small.signals]
+    expected = [dp_accounting.get_sigma_gaussian(epsilon, delta) * 2 * C / n for n in sizes]
+    np.testing.assert_allclose(res.privacy.sigma, expected, rtol=1e-9)
+    assert res.privacy.rounds == 1 and res.privacy.release == "distances"
+    assert res.privacy.basic_epsilon == pytest.approx(epsilon)
+    # one analytic-Gaussian release: the PLD accountant gives back its epsilon
+    assert res.privacy.epsilon_pld == pytest.approx(epsilon, rel=1e-2)
+    assert res.converged
+
+
+def test_distances_release_matches_the_gradient_run_at_equal_privacy(small):
+    """T gradient releases with noise sigma spend what one release with sigma / sqrt(T) does
+    (Gaussian composition is exact): calibrating the one release to the T-round total gives
+    that noise."""
+    T = 50
+    per_round = learn_federated(small.signals, 1.0, 0.1, 0.5, 0.01, rounds=T, epsilon=1.0,
+                                clip=20.0, seed=0)
+    once = learn_federated(small.signals, 1.0, 0.1, 0.5, 0.01, rounds=T,
+                           epsilon=per_round.privacy.epsilon_pld,
+                           delta=per_round.privacy.total_delta, clip=20.0, seed=0,
+                           dp_release="distances")
+    np.testing.assert_allclose(once.privacy.sigma, np.array(per_round.privacy.sigma) / np.sqrt(T),
+                               rtol=1e-2)
+
+
 def test_ppgl_beats_fedavg_on_heterogeneous_clients():
     g = synthetic_federated(200, q=0.3, n_nodes=20, seed=0)
     res = learn_federated(g.signals, 1.0, 0.01, 0.1, 0.01, rounds=2000, eta=0.05,
@@ -152,6 +184,7 @@ def test_consensus_graph_of_digit_quadrants_finds_the_digits():
         ("ok", {"alpha": -1.0}, "alpha must be > 0"),
         ("ok", {"epsilon": 1.0}, "clip"),
         ("ok", {"rounds": 0}, "rounds"),
+        ("ok", {"dp_release": "models"}, "dp_release must be"),
         ("one", {}, "list of arrays"),
         ("tiny", {}, "n_nodes >= 2"),
     ],

@@ -105,9 +105,16 @@ def learn_federated_command(
         None, "--tol", help="Stop early at this fixed-point residual."
     ),
     epsilon: float | None = typer.Option(
-        None, "--epsilon", help="Per-round, per-client DP epsilon."
+        None, "--epsilon",
+        help="Per-client DP epsilon: of each round (--dp-release gradients), of the run "
+             "(distances).",
     ),
-    delta: float = typer.Option(1e-5, "--delta", help="Per-round DP delta."),
+    delta: float = typer.Option(1e-5, "--delta", help="DP delta of each release."),
+    dp_release: str = typer.Option(
+        "gradients", "--dp-release",
+        help="gradients: noise every round's gradient (the paper); distances: privatize the "
+             "mean distances once.",
+    ),
     clip: float = typer.Option(
         20.0, "--clip",
         help="Clipping norm C of each signal-difference vector (used with --epsilon).",
@@ -119,7 +126,7 @@ def learn_federated_command(
     signals = [load_signals(path) for path in client_files]
     result = learn_federated(
         signals, alpha, beta, rho, lam, rounds=rounds, tol=tol, epsilon=epsilon, delta=delta,
-        clip=clip if epsilon is not None else None, seed=seed,
+        clip=clip if epsilon is not None else None, seed=seed, dp_release=dp_release,
     )
     output.mkdir(parents=True, exist_ok=True)
     _write_graph_json(result.consensus.graph, output / "consensus.json", seed=seed)
@@ -133,8 +140,9 @@ def learn_federated_command(
     )
     if result.privacy is not None:
         p = result.privacy
+        per = "per round" if p.release == "gradients" else "in one release of the distances"
         typer.echo(
-            f"privacy per client: ({p.epsilon:g}, {p.delta:g}) per round; over {p.rounds} rounds "
+            f"privacy per client: ({p.epsilon:g}, {p.delta:g}) {per}; over {p.rounds} releases "
             f"epsilon={p.epsilon_pld:.3g} (PLD) / {p.epsilon_rdp:.3g} (RDP) "
             f"at delta={p.total_delta:g}, "
             f"basic composition ({p.basic_epsilon:g}, {p.basic_delta:g})"

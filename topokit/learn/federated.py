@@ -88,11 +88,13 @@ W0 = 0.01
 class PrivacySpent:
     """Privacy of a DP run of :func:`learn_federated`, per client.
 
-    ``epsilon``/``delta`` are per round; ``sigma`` the gradient-noise std of
-    each client; ``noise_multiplier`` = sigma_i / (2 C / N_i) (the same for all
-    clients); ``epsilon_rdp``/``epsilon_pld`` the total over ``rounds`` from
-    dp-accounting at ``total_delta`` = min(rounds * delta, 0.5); ``basic`` is
-    (rounds * epsilon, rounds * delta).
+    ``release="gradients"`` (the paper's): ``epsilon``/``delta`` are per round;
+    ``sigma`` the gradient-noise std of each client; ``noise_multiplier`` =
+    sigma_i / (2 C / N_i) (the same for all clients); ``epsilon_rdp``/``epsilon_pld``
+    the total over ``rounds`` releases from dp-accounting at ``total_delta`` =
+    min(rounds * delta, 0.5); ``basic`` is (rounds * epsilon, rounds * delta).
+    ``release="distances"``: one release of the mean distances, so ``rounds`` is
+    1 and the totals are that release's (epsilon, delta).
     """
 
     epsilon: float
@@ -106,6 +108,7 @@ class PrivacySpent:
     epsilon_pld: float
     basic_epsilon: float
     basic_delta: float
+    release: str = "gradients"
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -224,7 +227,8 @@ def _fixed_point_residual(W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta
     return max(client, float(np.max(np.abs(w_con - w_con_prev))))
 
 
-def _privacy(epsilon, delta, clip, sizes, rounds) -> tuple[PrivacySpent, NDArray]:
+def _privacy(epsilon, delta, clip, sizes, rounds, release="gradients"
+             ) -> tuple[PrivacySpent, NDArray]:
     sensitivity = 2.0 * clip / np.asarray(sizes, dtype=np.float64)
     sigmas = calibrate_noise(epsilon, delta, sensitivity=sensitivity)
     multiplier = float(sigmas[0] / sensitivity[0])
@@ -242,6 +246,7 @@ def _privacy(epsilon, delta, clip, sizes, rounds) -> tuple[PrivacySpent, NDArray
         epsilon_pld=float(account_epsilon(multiplier, rounds, total_delta, accountant="pld")),
         basic_epsilon=basic_eps,
         basic_delta=basic_delta,
+        release=release,
     )
     return spent, sigmas
 
@@ -269,6 +274,7 @@ def learn_federated(
     w0: float = W0,
     threshold: float = DEFAULT_THRESHOLD,
     coupling: str = "explicit",
+    dp_release: str = "gradients",
 ) -> FederatedGraphs:
     """Learn one graph per client and a consensus graph without sharing signals (PPGL).
 
@@ -287,12 +293,14 @@ def learn_federated(
     tol : float, optional
         Stop early when the fixed-point residual (the largest natural residual
         of the clients' round problems, eq. 9, and the change of w_con) falls
-        below tol.  Ignored with DP (the noise keeps the iterates moving).
+        below tol.  Ignored with ``dp_release="gradients"`` (the noise keeps the
+        iterates moving).
         When given and not reached, warns with ConvergenceWarning.
     epsilon : float, optional
-        Per-round, per-client privacy budget; turns DP on (needs ``clip``).
+        Per-client privacy budget, of each round (``dp_release="gradients"``) or
+        of the one release (``"distances"``); turns DP on (needs ``clip``).
     delta : float
-        Per-round delta (default 1e-5).
+        Delta of each release (default 1e-5).
     clip : float, optional
         Clipping norm C of each z_n (needed with epsilon; the paper uses 20).
     seed : int, Generator or None
@@ -309,6 +317,19 @@ def learn_federated(
         which agrees to first order in eta rho gamma_i, has the same fixed
         points and the same DP sensitivity (the data term is scaled by
         eta / (1 + eta rho gamma_i) <= eta), and is stable for every gamma.
+    dp_release : {"gradients", "distances"}
+        What DP protects.  ``"gradients"`` (the paper's, Corollary 1): Gaussian
+        noise on every round's gradient, ``epsilon`` per round, spent ``rounds``
+        times.  ``"distances"``: each client privatizes its clipped mean
+        distances z_i once (sensitivity 2 C / N_i, the same Gaussian mechanism)
+        and runs every round on them without further noise; every w_i it sends
+        is post-processing of that one release, so ``epsilon`` is the budget of
+        the whole run, and ``tol`` applies.  Since the mean distances are the
+        only data-dependent part of the gradient, T gradient releases with noise
+        sigma carry the same information and (Gaussian composition is exact)
+        the same privacy as one release with noise sigma / sqrt(T); releasing
+        once also spares the iterates the noise's random walk.  The reported
+        objective is that of the privatized distances.
 
     Returns
     -------
@@ -333,6 +354,10 @@ def learn_federated(
         raise InvalidInputError(f"xi must lie in [0, 1); got {xi}")
     if coupling not in ("explicit", "implicit"):
         raise InvalidInputError(f"coupling must be 'explicit' or 'implicit'; got {coupling!r}")
+    if dp_release not in ("gradients", "distances"):
+        raise InvalidInputError(
+            f"dp_release must be 'gradients' or 'distances'; got {dp_release!r}"
+        )
     if int(rounds) != rounds or rounds < 1:
         raise InvalidInputError(f"rounds must be a positive integer; got {rounds}")
     rounds = int(rounds)
@@ -349,13 +374,19 @@ def learn_federated(
                 "DP needs a clipping norm: pass clip=C (e.g. clip=20.0, the paper's value) "
                 "with epsilon"
             )
-        privacy, sigmas = _privacy(epsilon, delta, clip, [X.shape[0] for X in signals], rounds)
+        releases = rounds if dp_release == "gradients" else 1
+        privacy, sigmas = _privacy(epsilon, delta, clip, [X.shape[0] for X in signals],
+                                   releases, dp_release)
     noise_rng = spawn_generators(seed, ["dp_noise"])["dp_noise"]
 
     d = signals[0].shape[1]
     n_clients = len(signals)
     i, j = edge_index(d)
     Z = np.stack([client_means(X, clip) for X in signals])
+    if sigmas is not None and dp_release == "distances":
+        Z += sigmas[:, None] * noise_rng.standard_normal(Z.shape)
+        sigmas = None  # the rounds are post-processing of this one release
+    noisy_rounds = sigmas is not None
     W = np.full_like(Z, w0)
     W_prev = W.copy()
     w_con = np.full(Z.shape[1], w0)
@@ -379,18 +410,18 @@ def learn_federated(
         c_gamma = gamma.sum()
         w_con = _soft_threshold(gamma @ W / c_gamma, lam / (rho * c_gamma) if rho > 0 else math.inf)
         gamma = 1.0 / (2.0 * np.linalg.norm(W - w_con, axis=1) + eps_gamma)
-        if tol is not None and privacy is None:
+        if tol is not None and not noisy_rounds:
             residual = _fixed_point_residual(
                 W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d
             )
             if residual < tol:
                 break
-    if tol is None or privacy is not None:  # report the final residual all the same
+    if tol is None or noisy_rounds:  # report the final residual all the same
         residual = _fixed_point_residual(
             W, w_con, w_con_prev, Z, gamma, alpha, beta, rho, zeta, i, j, d
         )
-    converged = tol is not None and privacy is None and residual < tol
-    if tol is not None and privacy is None and not converged:
+    converged = tol is not None and not noisy_rounds and residual < tol
+    if tol is not None and not noisy_rounds and not converged:
         warnings.warn(
             f"PPGL stopped after {n_rounds} rounds with residual {residual:.2e} > tol={tol:g}; "
             "raise rounds",
