@@ -113,9 +113,8 @@ def _run_event(noise_multiplier: float, steps: int, sampling_rate: float) -> dp_
     return dp_accounting.SelfComposedDpEvent(release, steps)
 
 
-def _make_accountant(
-    accountant: Accountant, *, value_discretization_interval: float | None = None
-):
+def _make_accountant(accountant: Accountant, *, epsilon_scale: float = 0.0):
+    """A fresh dp-accounting accountant; PLD's grid is sized for epsilons near ``epsilon_scale``."""
     # Sensitivity is measured by the caller (Delta), and noise_multiplier = sigma / Delta,
     # so the accountant's unit-sensitivity relation is the one that matches: dp-accounting's
     # REPLACE_ONE would double Delta a second time.
@@ -125,7 +124,7 @@ def _make_accountant(
     if accountant == "pld":
         return pld.PLDAccountant(
             neighboring_relation=relation,
-            value_discretization_interval=value_discretization_interval or PLD_INTERVAL,
+            value_discretization_interval=_pld_interval(epsilon_scale),
         )
     raise InvalidInputError(f"accountant must be 'rdp' or 'pld'; got {accountant!r}")
 
@@ -158,10 +157,11 @@ def gaussian_epsilon(
     if int(steps) != steps or steps < 1:
         raise InvalidInputError(f"steps must be a positive integer; got {steps}")
     event = _run_event(noise_multiplier, int(steps), sampling_rate)
-    interval = None
-    if accountant == "pld":
-        interval = _pld_interval(event, delta)
-    engine = _make_accountant(accountant, value_discretization_interval=interval)
+    scale = _epsilon(_make_accountant("rdp"), event, delta) if accountant == "pld" else 0.0
+    return _epsilon(_make_accountant(accountant, epsilon_scale=scale), event, delta)
+
+
+def _epsilon(engine, event: dp_accounting.DpEvent, delta: float) -> float:
     engine.compose(event)
     return float(engine.get_epsilon(delta))
 
@@ -170,18 +170,17 @@ def gaussian_epsilon(
 PLD_INTERVAL, PLD_POINTS_PER_EPSILON = 1e-4, 1e5
 
 
-def _pld_interval(event: dp_accounting.DpEvent, delta: float) -> float:
-    """The PLD accountant's value discretization interval for ``event``.
+def _pld_interval(epsilon_scale: float) -> float:
+    """The PLD accountant's value discretization interval for epsilons near ``epsilon_scale``.
 
     The privacy-loss grid spans a range that grows with epsilon, so a fixed
     1e-4 interval needs gigabytes once epsilon is in the hundreds (a noise
     multiplier of 0.2 over 100 steps asked for 24 GB).  The interval is
-    max(1e-4, epsilon_RDP / 1e5): relative resolution 1e-5 of the answer.  The
-    PLD accountant's (pessimistic) estimate is an upper bound at any interval.
+    max(1e-4, epsilon_scale / 1e5): relative resolution 1e-5 of the answer
+    (dp-accounting's default below epsilon 10).  The PLD accountant's
+    (pessimistic) estimate is an upper bound at any interval.
     """
-    engine = _make_accountant("rdp")
-    engine.compose(event)
-    return max(PLD_INTERVAL, float(engine.get_epsilon(delta)) / PLD_POINTS_PER_EPSILON)
+    return max(PLD_INTERVAL, epsilon_scale / PLD_POINTS_PER_EPSILON)
 
 
 def noise_multiplier_for_run(
@@ -262,10 +261,11 @@ def noise_multiplier_for_run(
 def _pld_multiplier(event, epsilon: float, delta: float, start: float) -> float:
     """Calibrate with PLD in an explicit bracket around ``start`` (the RDP answer)."""
 
+    def accountant() -> dp_accounting.PrivacyAccountant:
+        return _make_accountant("pld", epsilon_scale=epsilon)
+
     def gap(multiplier: float) -> float:
-        engine = _make_accountant("pld")
-        engine.compose(event(multiplier))
-        return float(engine.get_epsilon(delta)) - epsilon
+        return _epsilon(accountant(), event(multiplier), delta) - epsilon
 
     upper = start
     for _ in range(_PLD_MAX_GROWTH):
@@ -285,7 +285,7 @@ def _pld_multiplier(event, epsilon: float, delta: float, start: float) -> float:
         upper, lower = lower, max(0.75 * lower, PLD_MIN_MULTIPLIER)
     return float(
         dp_accounting.calibrate_dp_mechanism(
-            lambda: _make_accountant("pld"),
+            accountant,
             event,
             epsilon,
             delta,
