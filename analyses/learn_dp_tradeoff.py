@@ -46,10 +46,10 @@ from scipy.optimize import brentq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from learn_tables import BETAS, igl_score, mean_scores  # noqa: E402
+
 from topokit._io import atomic_path  # noqa: E402
 from topokit.learn import (  # noqa: E402
-    edge_scores,
-    igl,
     learn_federated,
     synthetic_federated,
 )
@@ -58,7 +58,6 @@ from topokit.privacy import classic_gaussian_factor, gaussian_sigma  # noqa: E40
 from _common import out_path, run_quick, write_table  # noqa: E402
 
 ROUNDS, ETA, C, DELTA = 200, 0.2, 20.0, 1e-5
-BETAS = (0.002, 0.005, 0.01, 0.02, 0.05)
 RHOS = (0.1, 0.3, 1.0, 3.0)
 LAM_OVER_RHO = (0.01, 0.1, 0.2)
 SIZES = (50, 100, 200)
@@ -72,16 +71,9 @@ PAPER_F = {
 }
 
 
-def mean_scores(weights, truths) -> tuple[float, float]:
-    """Mean F-score and relative error over clients (each against its own true graph)."""
-    scores = [edge_scores(w, t) for w, t in zip(weights, truths, strict=True)]
-    return float(np.mean([s.f_score for s in scores])), float(
-        np.mean([s.relative_error for s in scores]))
-
-
 def igl_scores(data, beta) -> tuple[float, float]:
-    return tuple(np.mean([mean_scores([g.weights for g in igl(d.signals, 1.0, beta)],
-                                      d.local_weights) for d in data], axis=0))
+    """IGL's mean (F, RE) over clients and instances."""
+    return tuple(igl_score(data, beta)[2:])
 
 
 def tune(data) -> dict:
@@ -101,7 +93,7 @@ def ppgl(data, epsilon, params, *, delta=DELTA, dp_release="gradients"):
                                  params["lam"], rounds=ROUNDS, eta=ETA,
                                  coupling="implicit", epsilon=epsilon, delta=delta,
                                  clip=C if epsilon else None, seed=k, dp_release=dp_release)
-        scores.append(mean_scores([g.weights for g in result.local], instance.local_weights))
+        scores.append(mean_scores([g.weights for g in result.local], instance.local_weights)[2:])
         privacy = result.privacy
     f_score, rel_error = np.mean(scores, axis=0)
     return float(f_score), float(rel_error), privacy
