@@ -19,8 +19,8 @@ def run(*args):
 @pytest.fixture(scope="module")
 def toy_design(tmp_path_factory):
     folder = tmp_path_factory.mktemp("design")
-    result = run("design", "--example", "toy", "--json", "-o", str(folder / "design.json"),
-                 "--plot", str(folder / "design.png"))
+    result = run("design", "--example", "toy", "--method", "autotag", "--json",
+                 "-o", str(folder / "design.json"), "--plot", str(folder / "design.png"))
     assert result.exit_code == 0, result.output
     return folder, json.loads(result.output)
 
@@ -50,10 +50,13 @@ def test_design_file_is_a_valid_topology_for_analyze(toy_design):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_design_table_names_every_framework():
-    result = run("design", "--example", "toy")
+@pytest.mark.parametrize("method", ["optimize", "autotag"])
+def test_design_table_names_every_framework(method):
+    result = runner.invoke(app, ["design", "--example", "toy", "--method", method],
+                           env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    for name in ("AutoTag", "NDLF", "DLFDP", "ERG", "DP devices"):
+    title = {"optimize": "optimize against", "autotag": "AutoTag against"}[method]
+    for name in ("AutoTag", "NDLF", "DLFDP", "ERG", "DP devices", title):
         assert name in result.output
 
 
@@ -74,6 +77,11 @@ def test_design_with_calibrated_predictor_changes_choice(tmp_path):
         (("design",), "either a NETWORK file or --example"),
         (("design", "--example", "nope"), "unknown example"),
         (("design", "--example", "toy", "--predictor", "missing.json"), "no such predictor file"),
+        (("design", "--example", "toy", "--method", "greedy"), "--method must be one of"),
+        (("design", "--example", "toy", "--predictor", "defualt"), "unknown predictor 'defualt'"),
+        (("design", "--example", "toy", "--method", "autotag", "--predictor", "default"),
+         "needs an eq. (15) predictor"),
+        (("design", "--example", "toy", "--nep-patience", "3"), "--method autotag only"),
         (("generate", "siot", "--devices", "0", "-o", "x.json"),
          "--devices must be an integer >= 1"),
     ],

@@ -432,6 +432,6 @@ def test_evaluate_and_the_cli_use_the_default_predictor():
     assert shown.exit_code == 0
     assert json.loads(shown.output)["predicted_global_iterate"] == pytest.approx(
         topokit.predict_topology(net))
-    refused = runner.invoke(app, ["design", "--example", "toy", "--predictor", "default"],
-                            env={"COLUMNS": "400"})
+    refused = runner.invoke(app, ["design", "--example", "toy", "--method", "autotag",
+                                  "--predictor", "default"], env={"COLUMNS": "400"})
     assert refused.exit_code == 2 and "AutoTag" in refused.output

@@ -27,6 +27,7 @@ from . import _compat
 from ._version import __version__
 from .design import _autotag as _autotag_module
 from .design._autotag import Design, autotag
+from .design._optimize import optimize
 from .design.examples import list_examples, load_example
 from .design.metrics import Metrics, evaluate
 from .design.network import (
@@ -89,6 +90,7 @@ __all__ = [
     "load_predictor",
     "predict_topology",
     "autotag",
+    "optimize",
     "Design",
     "lazy_metropolis",
     "metropolis",

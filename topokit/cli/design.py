@@ -94,47 +94,63 @@ def baseline_metrics(net, design, predictor, *, seed: int) -> dict[str, dict[str
             for name, topology in topologies.items()}
 
 
+METHODS = ("optimize", "autotag")
+
+
 @handles_user_errors
 def design(
     network: Path = NetworkArg,
     example: str = ExampleOpt,
+    method: str = typer.Option(
+        "optimize", "--method",
+        help="optimize (default): the design topokit's fitted predictor says trains fastest, "
+             "never predicted slower than NDLF, DLFDP, ERG or AutoTag; autotag: the paper's "
+             "Algorithm 2 (with --predictor paper, its default, it reproduces the paper)."),
     predictor: Path = typer.Option(
         None, "--predictor",
-        help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor; "
-             "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
+        help="'default' (topokit's fitted TrainingTimePredictor; the default of --method "
+             "optimize), 'paper' (eq. 15; the default of --method autotag) or a predictor "
+             "JSON file (topokit calibrate)."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the design as JSON."),
     plot: Path = typer.Option(None, "--plot", help="Draw the topology and trade-off (PNG)."),
     n_jobs: int = typer.Option(
-        1, "--n-jobs", "-j", help="Threads over DP budgets (-1: all cores)."
+        1, "--n-jobs", "-j", help="Threads (over DP budgets, over searches) (-1: all cores)."
     ),
     nep_patience: int = typer.Option(
-        None, "--nep-patience", help="Stop NEP after this many snapshots without improvement."
+        None, "--nep-patience",
+        help="--method autotag: stop NEP after this many snapshots without improvement."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the ERG baseline."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the ERG baseline and of optimize."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Design a topology with AutoTag and compare it with NDLF, DLFDP and ERG.
+    """Design a topology and compare it with NDLF, DLFDP, ERG (and AutoTag).
 
-    Prints the chosen links, the DP devices and the metrics of every framework;
-    --output writes the design (accepted by `analyze --topology`), --plot draws it.
+    Prints the chosen links, the DP devices and the metrics of every framework
+    under the same predictor; --output writes the design (accepted by
+    `analyze --topology`), --plot draws it.
     """
-    from .._checks import check_int
-    from ..design.time_predictor import load_predictor
+    from .._checks import check_choice, check_int
 
-    # Every option is checked before AutoTag runs: a typo must not cost the whole design.
+    # Every option is checked before the design runs: a typo must not cost the whole design.
+    method = check_choice(method, "--method", METHODS)
     check_plot_path(plot)
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
     if nep_patience is not None:
+        if method != "autotag":
+            raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
         check_int(nep_patience, "--nep-patience", low=1)
     net = resolve_network(network, example)
-    model = load_predictor(str(predictor)) if predictor else None
-    chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
-                                   nep_patience=nep_patience, quiet=as_json)
-    columns = {"AutoTag": chosen.metrics.to_dict(),
-               **baseline_metrics(net, chosen, model, seed=seed)}
-    payload = {"network": net.name, **chosen.to_dict(), "baselines": columns}
+    model = _design_predictor(method, predictor)
+    if method == "autotag":
+        chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
+                                       nep_patience=nep_patience, quiet=as_json)
+        columns = {"AutoTag": chosen.metrics.to_dict(),
+                   **baseline_metrics(net, chosen, model, seed=seed)}
+    else:
+        chosen, columns = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json)
+    payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns}
     if output is not None:
         write_json(output, payload)
     if plot is not None:
@@ -144,13 +160,65 @@ def design(
     if as_json:
         print_json(payload)
         return
+    _print_design(net, network, method, chosen, columns)
+    for path, what in ((output, "design"), (plot, "plot")):
+        if path is not None:
+            console.print(f"wrote {what} to {path}")
+
+
+def _design_predictor(method: str, predictor: Path | None):
+    """The predictor of a design run (optimize: its name or path, recorded in the design).
+
+    AutoTag's scores need eq. (15)'s form.
+    """
+    from ..design.predictor import GlobalIteratePredictor
+    from ..design.time_predictor import load_predictor
+
+    if predictor is None:
+        return "default" if method == "optimize" else None
+    if method == "optimize":
+        load_predictor(str(predictor))  # fails now on a bad name or file, before any work
+        return str(predictor)
+    model = load_predictor(str(predictor))
+    if method == "autotag" and not isinstance(model, GlobalIteratePredictor):
+        raise InvalidInputError(
+            "--method autotag: AutoTag builds its snapshots with eq. (15)'s scores, so it needs "
+            f"an eq. (15) predictor; {str(predictor)!r} is a TrainingTimePredictor: use --method "
+            "optimize with it, or --predictor paper"
+        )
+    return model
+
+
+def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool):
+    """optimize's design and the metrics of it and the reference designs under ``model``."""
+    from ..design._optimize import optimize_with_references
+    from ..design.metrics import evaluate
+    from ..design.time_predictor import load_predictor
+
+    with reporting_progress("local searches", total=3, quiet=quiet) as report:
+        chosen, references = optimize_with_references(net, predictor=model, seed=seed,
+                                                      n_jobs=n_jobs, progress=report)
+    labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
+    model = load_predictor(model)
+    columns = {"optimize": chosen.metrics.to_dict()}
+    columns.update({labels[name]: evaluate(net, topology, model).to_dict()
+                    for name, topology in references.items()})
+    return chosen, columns
+
+
+def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     social = {frozenset(edge) for edge in net.social.edges}
     links = ", ".join(
         f"{u}-{v}" + ("" if frozenset((u, v)) in social else "*") for u, v in chosen.topology.edges
     )
     dp = ", ".join(str(node) for node in sorted(chosen.topology.dp_devices, key=str)) or "none"
-    console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices; AutoTag chose budget "
-                  f"n = {chosen.n}")
+    if method == "autotag":
+        console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices; AutoTag chose "
+                      f"budget n = {chosen.n}")
+    else:
+        console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices; optimize "
+                      f"(predictor {chosen.predictor['name']}) started from "
+                      f"{chosen.stats['start']} and took {chosen.stats['moves_taken']} moves")
     if chosen.topology.n_links <= 40:
         console.print(f"links (* non-social): {links}", soft_wrap=True)
     else:
@@ -159,10 +227,8 @@ def design(
                       f"non-social: {', '.join(non_social) or 'none'}"
                       " (all links: --output or --json)", soft_wrap=True)
     console.print(f"DP devices: {dp}")
-    console.print(metrics_table("AutoTag against the baselines", columns))
-    for path, what in ((output, "design"), (plot, "plot")):
-        if path is not None:
-            console.print(f"wrote {what} to {path}")
+    title = "AutoTag" if method == "autotag" else "optimize"
+    console.print(metrics_table(f"{title} against the baselines", columns))
 
 
 generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)

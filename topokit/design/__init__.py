@@ -18,6 +18,7 @@ module                   what it holds
 :mod:`.features`         what a topology does to training: mixing, DP noise, heterogeneity
 :mod:`.time_predictor`   :class:`TrainingTimePredictor`, :func:`load_predictor`
 :mod:`._autotag`         :func:`autotag` (Algorithm 2) and :class:`Design`
+:mod:`._optimize`        :func:`optimize`: the design a training-time predictor judges fastest
 :mod:`.baselines`        NDLF, DLFDP, ERG, random topologies, the exhaustive optimum
 :mod:`.siot`             the Santander Social-IoT data and its generator
 :mod:`.examples`         bundled example networks
@@ -43,6 +44,7 @@ import importlib
 from typing import Any
 
 from ._autotag import PHASES, Candidate, Design, Trace, autotag
+from ._optimize import optimize
 from .examples import list_examples, load_example
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .metrics import Metrics, evaluate
@@ -77,6 +79,7 @@ __all__ = [
     "TopologyFeatures",
     "FeatureSettings",
     "autotag",
+    "optimize",
     "Design",
     "Candidate",
     "Trace",

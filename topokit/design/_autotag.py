@@ -119,7 +119,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class Design:
-    """What :func:`autotag` (or :func:`topokit.baselines.optimum`) chose.
+    """What :func:`autotag`, :func:`topokit.optimize` or :func:`topokit.baselines.optimum` chose.
 
     Attributes
     ----------
@@ -139,6 +139,10 @@ class Design:
     stats : dict
         Work done: trajectories run, budgets skipped as repeats, Woodbury
         updates, fresh inverses, and the wall-clock ``seconds``.
+    predictor : dict or None
+        The predictor that judged the design: ``{"name": ..., "record": ...}``
+        (its name or path and its full JSON record); None for eq. (15) as
+        :func:`autotag` uses it by default.
     """
 
     topology: Topology
@@ -147,6 +151,7 @@ class Design:
     n: int
     trace: Trace | None = None
     stats: dict = field(default_factory=dict, compare=False, hash=False)
+    predictor: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def dp_budget(self) -> int:
@@ -170,6 +175,8 @@ class Design:
         }
         if self.trace is not None:
             data["trace"] = self.trace.to_dict()
+        if self.predictor is not None:
+            data["predictor"] = jsonable(self.predictor)
         if include_timings:
             data["timings"] = {"seconds": self.stats.get("seconds")}
         return data

@@ -1,0 +1,497 @@
+"""Topology design by predicted training time: :func:`optimize`.
+
+AutoTag (:func:`topokit.autotag`) grows topologies by the paper's scores and
+judges them by eq. (15).  :func:`optimize` judges every topology it looks at
+by what a training-time predictor (by default topokit's fitted
+:class:`~topokit.design.time_predictor.TrainingTimePredictor`) says training
+will take, predicted rounds x local iterate L (eq. 8), and searches for the
+fastest:
+
+1. *Starts.*  NDLF, DLFDP, DeepPrivacy-ERG, AutoTag's design and its best
+   snapshot of every DP budget, and NDLF pruned to its links of at most t
+   seconds for every t at which the pruned social graph is still connected
+   (these trade mixing for a shorter L without adding any noise).
+2. *Local search* from the best starts: add a link, drop a link, or drop a
+   DP device (with its non-social links), in a seeded random order; the
+   first move that lowers the predicted time is taken, until a whole pass
+   finds none.  A non-social link makes both its ends DP devices, and a
+   device stops being one when its last non-social link goes: the DeepPrivacy
+   rules hold at every step, and the topology stays connected.
+3. *Trust region.*  A fitted predictor is only as good as the runs it was
+   fitted on.  A move is taken only if no feature of the predictor (oriented
+   so that larger is worse: slower mixing, more noise, more heterogeneity)
+   ends up worse than the worst of the reference designs (NDLF, DLFDP, ERG,
+   AutoTag), the kind of topologies such corpora are made of.  This keeps the
+   search from, say, a path graph whose mixing no run ever measured.
+
+The result is never predicted slower than any reference design: they are
+starts, and a move is taken only when it lowers the predicted time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from .._checks import check_int
+from .._random import SeedLike, keyed_seed, seed_sequence
+from ..errors import InvalidInputError
+from ._autotag import Candidate, Design, _check_n_jobs, autotag
+from .baselines import dlfdp, erg, ndlf
+from .features import check_class_counts, topology_features
+from .metrics import evaluate
+from .network import Network, Topology
+from .predictor import GlobalIteratePredictor
+from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_predictor
+
+__all__ = ["optimize"]
+
+#: The designs :func:`optimize` is never predicted slower than; they also bound its trust region.
+REFERENCE_DESIGNS = ("ndlf", "dlfdp", "erg", "autotag")
+
+#: Up to this many devices AutoTag's design and snapshots are starts (beyond, exact
+#: AutoTag takes minutes to hours; see the Notes of :func:`topokit.autotag`).
+MAX_AUTOTAG_DEVICES = 128
+
+# A move must lower the predicted time by more than this fraction: float noise is no gain.
+_RTOL = 1e-9
+# Eq. (15): breaks ties of a fitted predictor, which may not tell two topologies apart
+# (with IID data and no DP device the default one predicts the same rounds for all).
+_PAPER = GlobalIteratePredictor()
+
+
+class _Score(NamedTuple):
+    """One topology as the search sees it."""
+
+    time: float  # predicted rounds x L; inf if never reaching the target
+    rounds: float
+    local_iterate: float
+    features: NDArray[np.float64]  # the predictor's features, oriented (larger is worse)
+    paper_time: float  # eq. (15)'s G'(H, phi) x L: breaks ties in ``time``
+
+    def better_than(self, other: _Score) -> bool:
+        """Lower predicted time; at a tie (within _RTOL), lower eq. (15) time."""
+        if self.time < other.time * (1.0 - _RTOL):
+            return True
+        tie = self.time == other.time or abs(self.time - other.time) <= _RTOL * other.time
+        return tie and self.paper_time < other.paper_time * (1.0 - _RTOL)
+
+
+@dataclass(frozen=True)
+class _Objective:
+    """Predicted training time of topologies (adjacency matrices) on one network."""
+
+    net: Network
+    predictor: GlobalIteratePredictor | TrainingTimePredictor
+    class_counts: NDArray[np.float64] | None
+    link_times: NDArray[np.float64]
+    social: NDArray[np.bool_]
+
+    def topology(self, adjacency: NDArray[np.bool_]) -> Topology:
+        nodes = self.net.nodes
+        rows, cols = np.nonzero(np.triu(adjacency, 1))
+        non_social = adjacency & ~self.social
+        return Topology([(nodes[i], nodes[j]) for i, j in zip(rows, cols, strict=True)],
+                        [nodes[i] for i in np.flatnonzero(non_social.any(axis=1))])
+
+    def local_iterate(self, adjacency: NDArray[np.bool_]) -> float:
+        if not adjacency.any():
+            return float(self.net.compute_time.max())
+        return float(self.link_times[adjacency].max())
+
+    def score(self, adjacency: NDArray[np.bool_]) -> _Score:
+        topology = self.topology(adjacency)
+        if isinstance(self.predictor, GlobalIteratePredictor):
+            features = topology_features(self.net, topology)
+            rounds = self.predictor.predict_one(features.hitting_time, features.phi)
+            oriented = np.array([features.hitting_time, features.phi])
+        else:
+            settings = self.predictor.feature_settings.to_dict()
+            features = topology_features(self.net, topology, class_counts=self.class_counts,
+                                         **settings)
+            rounds = self.predictor.predict_features(features)
+            oriented = np.array([FEATURE_TRANSFORMS[name](np.array(getattr(features, name)))
+                                 for name in self.predictor.features], dtype=np.float64)
+        iterate = self.local_iterate(adjacency)
+        paper_rounds = _PAPER.predict_one(features.hitting_time, features.phi)
+        return _Score(float(rounds) * iterate, float(rounds), iterate, oriented,
+                      float(paper_rounds) * iterate)
+
+
+def _adjacency(net: Network, topology: Topology) -> NDArray[np.bool_]:
+    adjacency = np.zeros((net.n_devices, net.n_devices), dtype=bool)
+    index = net.index
+    for u, v in topology.edges:
+        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = True
+    return adjacency
+
+
+def _connected(adjacency: NDArray[np.bool_]) -> bool:
+    count, _ = connected_components(csr_matrix(adjacency), directed=False)
+    return count == 1
+
+
+def _pruned_social(net: Network) -> dict[str, Topology]:
+    """NDLF keeping only its links of at most t seconds, for every t that keeps it connected."""
+    social = net.social_adjacency > 0
+    times = np.where(social, net.link_times, np.inf)
+    pruned = {}
+    for limit in np.unique(times[np.isfinite(times)])[:-1]:
+        adjacency = social & (times <= limit)
+        if _connected(adjacency):
+            rows, cols = np.nonzero(np.triu(adjacency, 1))
+            pruned[f"ndlf<={limit:.6g}s"] = Topology(
+                [(net.nodes[i], net.nodes[j]) for i, j in zip(rows, cols, strict=True)])
+    return pruned
+
+
+def _starts(net: Network, seed: int, with_autotag: bool,
+            workers: int) -> tuple[dict[str, Topology], Design | None]:
+    """The reference designs first (in :data:`REFERENCE_DESIGNS` order), then the other starts.
+
+    Also returns AutoTag's design (None when it was not run).
+    """
+    starts = {"ndlf": ndlf(net), "dlfdp": dlfdp(net)}
+    design = autotag(net, n_jobs=workers) if with_autotag else None
+    if design is not None:
+        starts["erg"] = erg(net, seed=keyed_seed(seed, 0), reference=design)
+        starts["autotag"] = design.topology
+        for candidate in design.candidates:
+            if candidate.metrics.connected:
+                starts[f"autotag-n{candidate.n}"] = candidate.topology
+    else:
+        starts["erg"] = erg(net, seed=keyed_seed(seed, 0), n_links=starts["ndlf"].n_links)
+    starts.update(_pruned_social(net))
+    return starts, design
+
+
+def _bound(scores: dict[str, _Score]) -> NDArray[np.float64]:
+    """The trust region: the worst value of each oriented feature over the reference designs."""
+    features = np.array([scores[name].features for name in REFERENCE_DESIGNS if name in scores])
+    worst = features.max(axis=0)
+    return worst + 1e-12 * np.maximum(1.0, np.abs(worst))
+
+
+def _moves(objective: _Objective, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Every move in a seeded random order: (i, j) toggles link ij, (i, -1) drops DP device i."""
+    finite = np.isfinite(objective.link_times)
+    rows, cols = np.nonzero(np.triu(finite, 1))
+    devices = np.arange(objective.net.n_devices)
+    moves = np.concatenate([np.column_stack([rows, cols]),
+                            np.column_stack([devices, np.full_like(devices, -1)])])
+    return moves[rng.permutation(len(moves))]
+
+
+def _apply(objective: _Objective, adjacency: NDArray[np.bool_], move: NDArray[np.int64]):
+    """The adjacency after ``move``, or None if the move changes nothing or disconnects."""
+    i, j = int(move[0]), int(move[1])
+    changed = adjacency.copy()
+    if j >= 0:
+        changed[i, j] = changed[j, i] = not adjacency[i, j]
+        if changed[i, j]:  # adding a link never disconnects
+            return changed
+    else:
+        non_social = adjacency[i] & ~objective.social[i]
+        if not non_social.any():
+            return None
+        changed[i, non_social] = changed[non_social, i] = False
+    return changed if _connected(changed) else None
+
+
+@dataclass
+class _Search:
+    """First-improvement local search from one start (module docstring, step 2)."""
+
+    objective: _Objective
+    bound: NDArray[np.float64]
+    moves: NDArray[np.int64]
+    evaluations: int = 0
+    accepted: int = 0
+    passes: int = 0
+
+    def improves(self, score: _Score, current: _Score) -> bool:
+        return score.better_than(current) and bool(np.all(score.features <= self.bound))
+
+    def one_pass(self, adjacency: NDArray[np.bool_], current: _Score, budget: int):
+        """Try every move once, taking each that improves; returns (adjacency, score, improved)."""
+        improved = False
+        for move in self.moves:
+            if self.evaluations >= budget:
+                break
+            changed = _apply(self.objective, adjacency, move)
+            if changed is None:
+                continue
+            self.evaluations += 1
+            score = self.objective.score(changed)
+            if self.improves(score, current):
+                adjacency, current, improved = changed, score, True
+                self.accepted += 1
+        self.passes += 1
+        return adjacency, current, improved
+
+    def run(self, adjacency: NDArray[np.bool_], current: _Score, budget: int):
+        improved = True
+        while improved and self.evaluations < budget:
+            adjacency, current, improved = self.one_pass(adjacency, current, budget)
+        return adjacency, current
+
+
+# ---------------------------------------------------------------------------------------------
+# The public function
+# ---------------------------------------------------------------------------------------------
+
+def _resolve_predictor(predictor: Any) -> tuple[Any, dict[str, Any]]:
+    """The predictor object and what :attr:`Design.predictor` records of it."""
+    given = "default" if predictor is None else predictor
+    model = load_predictor(given)
+    if isinstance(model, GlobalIteratePredictor) and model.use_noise_variance:
+        raise InvalidInputError(
+            "optimize cannot use an eq. (15) predictor fitted with the noise variance U (U is "
+            "measured in training, not known at design time); use 'default', 'paper' or a "
+            "TrainingTimePredictor"
+        )
+    name = given.strip().lower() if isinstance(given, str) and given.strip().lower() in (
+        "default", "paper") else str(given) if isinstance(given, (str, Path)) else "object"
+    return model, {"name": name, "record": model.to_dict()}
+
+
+def _check_options(net: Any, n_starts: Any, max_evaluations: Any, trust_region: Any,
+                   progress: Any) -> None:
+    if not isinstance(net, Network):
+        raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
+    net.require_connected()
+    check_int(n_starts, "n_starts", low=1)
+    if max_evaluations is not None:
+        check_int(max_evaluations, "max_evaluations", low=0)
+    if not isinstance(trust_region, (bool, np.bool_)):
+        raise InvalidInputError(f"trust_region must be True or False; got {trust_region!r}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError("progress must be a callable progress(done, total) or None")
+
+
+def _objective(net: Network, model: Any, class_counts: ArrayLike | None) -> _Objective:
+    if class_counts is None:
+        class_counts = getattr(net, "class_counts", None)
+    counts = None if class_counts is None else check_class_counts(class_counts, net.n_devices)
+    return _Objective(net=net, predictor=model, class_counts=counts,
+                      link_times=np.where(np.eye(net.n_devices, dtype=bool), np.inf,
+                                          net.link_times),
+                      social=net.social_adjacency > 0)
+
+
+def _ranked_starts(objective: _Objective, starts: dict[str, Topology]) -> list[tuple[str, Any]]:
+    """(name, score) of every distinct start, fastest first (ties: the order of ``starts``)."""
+    seen, scored = set(), []
+    for name, topology in starts.items():
+        key = (topology.edges, topology.dp_devices)
+        if key not in seen:
+            seen.add(key)
+            scored.append((name, objective.score(_adjacency(objective.net, topology))))
+    order = sorted(range(len(scored)), key=lambda k: (scored[k][1].time,
+                                                       scored[k][1].paper_time, k))
+    return [scored[k] for k in order]
+
+
+def _search_from(objective: _Objective, bound: NDArray, start: tuple[str, _Score],
+                 topology: Topology, seed: int, key: int, budget: int) -> tuple:
+    search = _Search(objective, bound, _moves(objective, np.random.default_rng(
+        keyed_seed(seed, 1, key))))
+    adjacency, score = search.run(_adjacency(objective.net, topology), start[1], budget)
+    return adjacency, score, search
+
+
+def optimize(
+    net: Network,
+    *,
+    predictor: str | Path | GlobalIteratePredictor | TrainingTimePredictor | None = None,
+    class_counts: ArrayLike | None = None,
+    seed: SeedLike = None,
+    n_jobs: int = 1,
+    n_starts: int = 3,
+    max_evaluations: int | None = None,
+    trust_region: bool = True,
+    progress: Callable[[int, int], Any] | None = None,
+) -> Design:
+    """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
+
+    Minimises predicted rounds x L(G_c) (L from eq. 8) over valid topologies:
+    every link has a finite delay, a link that is not social joins two DP
+    devices (those are the DP devices), and the topology is connected.  See
+    the module notes for the search (starts, local search, trust region).
+
+    Parameters
+    ----------
+    net : Network
+        Its social graph must be connected.  Its ``class_counts`` (if any) are
+        the data the predictor sees, unless ``class_counts`` is given.
+    predictor : "default", "paper", path or predictor, optional
+        What judges a topology (:func:`topokit.load_predictor`).  Default
+        ``"default"``, topokit's fitted :class:`TrainingTimePredictor`, which
+        knows DP noise and data heterogeneity and predicts when a topology
+        never reaches the target; ``"paper"`` is eq. (15).
+    class_counts : array-like of shape (n_devices, n_classes), optional
+        Training rows of each class on each device (node order); None: the
+        network's, or IID data if it has none.
+    seed : int, Generator or None
+        Seeds ERG and the order in which moves are tried; the same seed gives
+        the same design.
+    n_jobs : int, default 1
+        Threads for AutoTag and for the searches from different starts.  The
+        result does not depend on it.
+    n_starts : int, default 3
+        The local search runs from this many of the fastest distinct starts.
+    max_evaluations : int, optional
+        Stop each search after this many predicted topologies (None: at a
+        local optimum, when a whole pass over the moves improves nothing).
+    trust_region : bool, default True
+        Take only moves whose features stay within the worst of the
+        reference designs' (module notes, step 3).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each search (total = the
+        number of searches).
+
+    Returns
+    -------
+    Design
+        ``topology`` (the best found), ``metrics`` (:func:`topokit.evaluate`
+        under the predictor: ``pseudo_time`` is the predicted time),
+        ``candidates`` (AutoTag's best snapshot per budget, judged by the same
+        predictor; empty when AutoTag was not run), ``n`` (the number of DP
+        devices), ``predictor`` (its name and full record) and ``stats``
+        (``start``: where the best search began; ``start_times``: the
+        predicted time of every reference design; evaluations, moves taken).
+
+    Raises
+    ------
+    DisconnectedGraphError
+        If the social graph is not connected.
+    InvalidInputError
+        A bad option, or class counts that do not fit the devices.
+
+    Notes
+    -----
+    AutoTag's design and snapshots are starts up to
+    :data:`MAX_AUTOTAG_DEVICES` devices; beyond, ERG takes NDLF's link count.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> net = load_example("toy")
+    >>> design = optimize(net, seed=0)
+    >>> times = design.stats["start_times"]
+    >>> all(design.metrics.pseudo_time <= times[name] for name in REFERENCE_DESIGNS)
+    True
+    """
+    design, _ = optimize_with_references(
+        net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
+        n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
+        progress=progress)
+    return design
+
+
+def optimize_with_references(net: Network, **options: Any) -> tuple[Design, dict[str, Topology]]:
+    """:func:`optimize`, and the reference designs it started from (name -> Topology).
+
+    For reports that show the design next to NDLF, DLFDP, ERG and AutoTag
+    (``topokit design``) without building them twice.
+    """
+    return _optimize(net, **options)
+
+
+def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | None = None,
+              seed: SeedLike = None, n_jobs: int = 1, n_starts: int = 3,
+              max_evaluations: int | None = None, trust_region: bool = True,
+              progress: Callable[[int, int], Any] | None = None):
+    _check_options(net, n_starts, max_evaluations, trust_region, progress)
+    workers = _check_n_jobs(n_jobs)
+    model, description = _resolve_predictor(predictor)
+    objective = _objective(net, model, class_counts)
+    started = time.perf_counter()
+    base_seed = _base_seed(seed)
+    starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers)
+    ranked = _ranked_starts(objective, starts)
+    scores = dict(ranked)
+    bound = _bound(scores) if trust_region else np.full(len(ranked[0][1].features), np.inf)
+    chosen = ranked[:n_starts]
+    budget = np.iinfo(np.int64).max if max_evaluations is None else int(max_evaluations)
+    results = _run_searches(objective, bound, chosen, starts, base_seed, budget, workers,
+                            progress)
+    best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
+    stats = _stats(scores, chosen, results, best, started)
+    design = _design(objective, description, results[best][0], reference, stats)
+    return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
+
+
+def _base_seed(seed: SeedLike) -> int:
+    """An int seed for keyed streams: a non-negative int as given, else drawn from ``seed``."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return check_int(seed, "seed", low=0)
+    return int(seed_sequence(seed).generate_state(1)[0])
+
+
+def _run_searches(objective: _Objective, bound: NDArray, chosen: list, starts: dict,
+                  seed: int, budget: int, workers: int,
+                  progress: Callable[[int, int], Any] | None) -> list[tuple]:
+    """One local search per chosen start, in threads; results in the order of ``chosen``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(key: int) -> tuple:
+        name, score = chosen[key]
+        return _search_from(objective, bound, (name, score), starts[name], seed, key, budget)
+
+    if workers == 1:
+        outcomes = map(run, range(len(chosen)))
+        return _collect(outcomes, len(chosen), progress)
+    with ThreadPoolExecutor(max_workers=min(workers, len(chosen))) as pool:
+        return _collect(pool.map(run, range(len(chosen))), len(chosen), progress)
+
+
+def _collect(outcomes, total: int, progress: Callable[[int, int], Any] | None) -> list:
+    results = []
+    for done, result in enumerate(outcomes, start=1):
+        results.append(result)
+        if progress is not None:
+            progress(done, total)
+    return results
+
+
+def _stats(scores: dict[str, _Score], chosen: list, results: list, best: int,
+           started: float) -> dict[str, Any]:
+    searches = [result[2] for result in results]
+    return {
+        "start": chosen[best][0],
+        "start_times": {name: scores[name].time for name in REFERENCE_DESIGNS if name in scores},
+        "starts_scored": len(scores),
+        "searches": len(searches),
+        "evaluations": sum(search.evaluations for search in searches),
+        "moves_taken": searches[best].accepted,
+        "passes": sum(search.passes for search in searches),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _rescored(objective: _Objective, net: Network, reference: Design | None) -> tuple:
+    """AutoTag's best snapshot per budget, with metrics under the optimizing predictor."""
+    if reference is None:
+        return ()
+    return tuple(Candidate(c.n, c.topology, evaluate(net, c.topology, objective.predictor),
+                           c.phase, c.step) for c in reference.candidates)
+
+
+def _design(objective: _Objective, description: dict, adjacency: NDArray[np.bool_],
+            reference: Design | None, stats: dict) -> Design:
+    net = objective.net
+    if objective.class_counts is not None:
+        net = net.with_class_counts(objective.class_counts)
+    topology = objective.topology(adjacency)
+    return Design(topology=topology, metrics=evaluate(net, topology, objective.predictor),
+                  candidates=_rescored(objective, net, reference),
+                  n=len(topology.dp_devices), stats=stats, predictor=description)
