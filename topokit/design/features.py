@@ -8,9 +8,10 @@ target accuracy over it, beyond DeepPrivacy's (H, phi) [1]_:
   matrix W, and the *effective number of neighbours* of Vogels et al. [2]_;
 - **DP noise**: the variance the DP devices' Gaussian noise leaves in the
   network average, in the devices' disagreement, and at the average device;
-- **heterogeneity** (when each device's class counts are known): how far each
-  device's data, and its W-weighted neighbourhood's, is from the data the
-  consensus model is fitted to (Le Bars et al. [3]_; D-Cliques [4]_).
+- **heterogeneity** (when each device's class counts are known, given or
+  carried by the network as ``net.class_counts``): how far each device's
+  data, and its W-weighted neighbourhood's, is from the data the consensus
+  model is fitted to (Le Bars et al. [3]_; D-Cliques [4]_).
 
 :class:`FeatureSettings` holds the training settings the noise features
 depend on (noise multiplier, clipping norm, batch size, local steps, data
@@ -42,11 +43,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._checks import check_finite_array, check_int, check_positive, check_real
+from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
 from ..kernels import hitting_time_and_gap, lazy_metropolis
 from .metrics import dp_ends, local_iterate
-from .network import Network, Topology
+from .network import Network, Topology, _check_class_counts
 
 __all__ = [
     "TopologyFeatures",
@@ -214,32 +215,28 @@ class _Spectrum(NamedTuple):
 def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.float64]:
     """Class counts of shape (n_devices, n_classes), non-negative, finite, no empty row.
 
-    Rows are devices in node order (``net.nodes``), columns classes.
+    Rows are devices in node order (``net.nodes``), columns classes.  Counts
+    need not be whole numbers here (proportions work too); a
+    :class:`~topokit.design.network.Network`'s ``class_counts`` must be, and
+    are checked when it is built.
+
+    Returns
+    -------
+    ndarray of shape (n_devices, n_classes)
+        The counts as float64.
 
     Raises
     ------
     InvalidInputError
         Naming the problem: wrong shape, NaN / inf, a negative count, or a
         device without data.
+
+    Examples
+    --------
+    >>> check_class_counts([[3, 1], [0, 2]], 2).sum(axis=1)
+    array([4., 2.])
     """
-    counts = check_finite_array(class_counts, "class_counts", ndim=2)
-    if counts.shape[0] != n_devices or counts.shape[1] < 1:
-        raise InvalidInputError(
-            f"class_counts must have shape (n_devices, n_classes) = ({n_devices}, C) with one "
-            f"row per device in node order; got shape {counts.shape}"
-        )
-    if (counts < 0).any():
-        row, column = np.argwhere(counts < 0)[0]
-        raise InvalidInputError(
-            f"class_counts must be >= 0; device row {row} has {counts[row, column]:g} "
-            f"in class {column}"
-        )
-    empty = np.flatnonzero(counts.sum(axis=1) == 0)
-    if empty.size:
-        raise InvalidInputError(
-            f"class_counts row {empty[0]} is all zero: every device needs some data"
-        )
-    return counts
+    return _check_class_counts(class_counts, n_devices)
 
 
 def _adjacency(net: Network, topology: Topology) -> NDArray[np.float64]:
@@ -351,8 +348,10 @@ def topology_features(
     class_counts : array-like of shape (n_devices, n_classes), optional
         Training rows of each class on each device, rows in node order
         (``net.nodes``).  Gives the data sizes |D_i| (hence the batch sizes
-        and the DP sensitivity) and the heterogeneity features.  None: IID
-        data (heterogeneity 0) of ``n_samples`` rows.
+        and the DP sensitivity) and the heterogeneity features.  None
+        (default): the network's own ``net.class_counts``; when that is None
+        too, IID data (heterogeneity 0) of ``n_samples`` rows.  Given
+        counts win over the network's.
     noise_multiplier, max_grad_norm, batch_size, local_steps, n_samples, gamma
         See :class:`FeatureSettings`.
 
@@ -424,6 +423,12 @@ def topology_features(
     (25.967, 0.5, 3)
     >>> features.heterogeneity_local
     0.0
+
+    Class counts carried by the network are used when none are given:
+
+    >>> skewed = net.with_class_counts([[9, 1], [1, 9]] * 3)
+    >>> round(topology_features(skewed, net.topology).heterogeneity_local, 6)
+    0.32
     """
     settings = FeatureSettings(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                                batch_size=batch_size, local_steps=local_steps,
@@ -439,7 +444,9 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
     if topology is None:
         topology = Topology(list(net.social.edges))
     topology.validate(net)
-    counts = None if class_counts is None else check_class_counts(class_counts, net.n_devices)
+    # The network's counts were checked when it was built.
+    counts = (net.class_counts if class_counts is None
+              else check_class_counts(class_counts, net.n_devices))
     adjacency = _adjacency(net, topology)
     hitting, gap = hitting_time_and_gap(adjacency)
     weights = lazy_metropolis(adjacency)

@@ -195,7 +195,9 @@ def evaluate(
     predictor : GlobalIteratePredictor or TrainingTimePredictor, optional
         Defaults to the paper's eq. (15).  A :class:`TrainingTimePredictor`
         (``topokit.load_predictor("default")``) predicts from the topology's
-        features and may predict ``inf``: the target is never reached.
+        features, with the data heterogeneity of ``net.class_counts`` when
+        the network carries them (IID otherwise), and may predict ``inf``:
+        the target is never reached.
     noise_variance : float, optional
         The feature U, for predictors fitted with it.
 
@@ -232,6 +234,7 @@ def evaluate(
     if isinstance(predictor, GlobalIteratePredictor):
         predicted = predictor.predict_one(hitting, phi, noise_variance)
     else:  # a TrainingTimePredictor, found by its method so that this module need not import it
+        # Without class_counts it uses net.class_counts (IID when the network has none).
         predicted = predictor.predict_network(net, topology)
     return Metrics(
         hitting_time=float(hitting),

@@ -3,13 +3,14 @@ times and communication topologies, with their file format.
 
 - :class:`Network`: the social graph G_s, computation time r_i of every device
   and communication time d_ij of every pair (``inf`` where the physical network
-  cannot connect them).  Arrays use the node order ``list(net.social)``.
+  cannot connect them), and optionally each device's training rows per class.
+  Arrays use the node order ``list(net.social)``.
 - :class:`Topology`: a communication topology G_c = (V, E_c) plus the devices
   that add DP noise.  A link outside G_s may be used only between two DP
   devices and only with a finite delay.
 - :func:`load_network` / :func:`save_network`: networkx node-link JSON (and
   GraphML) with node attributes ``compute_time`` and optional ``x``, ``y``
-  (metres), and the delays as a graph attribute.
+  (metres) and ``class_counts``, and the delays as a graph attribute.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._checks import check_connected
+from .._checks import check_connected, check_finite_array
 from .._io import atomic_write_text, jsonable
 from ..errors import (
     InputFileError,
@@ -256,6 +257,137 @@ def _pair(edge: Any) -> tuple[Hashable, Hashable]:
     return u, v
 
 
+# ---------------------------------------------------------------------------------------------
+# Class counts: each device's training rows per class
+# ---------------------------------------------------------------------------------------------
+
+_COUNT_EXAMPLE = "a list of training rows per class such as [12, 0, 3]"
+
+
+def _count_row(row: Any, node: Hashable) -> list[float]:
+    """One device's class counts as floats; text, booleans and nulls are refused by name."""
+    if isinstance(row, (str, bytes, Mapping)) or not isinstance(row, Iterable):
+        raise InvalidInputError(
+            f"class_counts of node {node!r} must be {_COUNT_EXAMPLE}; got {_brief(row)}"
+        )
+    values = []
+    for column, value in enumerate(row):
+        number = (int, float, np.integer, np.floating)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, number):
+            raise InvalidInputError(
+                f"class_counts of node {node!r}: class {column} must be a number of training "
+                f"rows; got {_brief(value)}"
+            )
+        try:
+            values.append(float(value))
+        except OverflowError:  # an integer beyond the float range
+            raise InvalidInputError(
+                f"class_counts of node {node!r}: class {column} is too large for a float"
+            ) from None
+    return values
+
+
+def _count_matrix(class_counts: Any, nodes: Sequence[Hashable]) -> NDArray[np.float64]:
+    """``class_counts`` (array-like or mapping node -> row) as an (n, C) float array.
+
+    Every problem is named by the node whose row has it.
+    """
+    if isinstance(class_counts, Mapping):
+        missing = [node for node in nodes if node not in class_counts]
+        if missing:
+            raise InvalidInputError(
+                f"class_counts has no entry for node {missing[0]!r}; give every device's "
+                "counts (a mapping node -> counts or an (n_devices, n_classes) array)"
+            )
+        known = set(nodes)
+        unknown = [node for node in class_counts if node not in known]
+        if unknown:
+            raise NodeNotFoundError(
+                f"class_counts names node {unknown[0]!r}, which is not in the network"
+            )
+        class_counts = [class_counts[node] for node in nodes]
+    if hasattr(class_counts, "to_numpy"):  # a pandas DataFrame iterates over its columns
+        class_counts = class_counts.to_numpy()
+    if isinstance(class_counts, np.ndarray) and class_counts.dtype.kind in "iuf":
+        if class_counts.ndim != 2:
+            raise InvalidInputError(
+                "class_counts must be 2-dimensional (one row per device in node order, one "
+                f"column per class); got shape {class_counts.shape}"
+            )
+        return np.array(class_counts, dtype=np.float64)
+    rows = list(_collection(class_counts, "class_counts",
+                            "an (n_devices, n_classes) array of training rows per class"))
+    if len(rows) != len(nodes):
+        raise InvalidInputError(
+            f"class_counts must have one row per device ({len(nodes)}, in node order); "
+            f"got {len(rows)} rows"
+        )
+    matrix = [_count_row(row, node) for row, node in zip(rows, nodes, strict=True)]
+    ragged = [k for k, row in enumerate(matrix) if len(row) != len(matrix[0])]
+    if ragged:
+        k = ragged[0]
+        raise InvalidInputError(
+            f"class_counts of node {nodes[k]!r} has {len(matrix[k])} classes but node "
+            f"{nodes[0]!r} has {len(matrix[0])}; give every device one count per class "
+            "(0 for a class it lacks)"
+        )
+    return np.array(matrix, dtype=np.float64).reshape(len(nodes), -1)
+
+
+def _check_class_counts(
+    class_counts: Any,
+    n_devices: int,
+    *,
+    nodes: Sequence[Hashable] | None = None,
+    integral: bool = False,
+) -> NDArray[np.float64]:
+    """Class counts of shape (n_devices, n_classes): finite, >= 0, no device without data.
+
+    Rows are devices in node order.  With ``nodes`` (a network's node ids)
+    a mapping node -> row is accepted too and every message names the node;
+    ``integral`` also requires whole numbers.  Without them this is
+    :func:`topokit.design.features.check_class_counts`.
+    """
+    if nodes is None:
+        counts = check_finite_array(class_counts, "class_counts", ndim=2)
+    else:
+        counts = _count_matrix(class_counts, nodes)
+    if counts.shape[0] != n_devices or counts.shape[1] < 1:
+        raise InvalidInputError(
+            f"class_counts must have shape (n_devices, n_classes) = ({n_devices}, C) with one "
+            f"row per device in node order; got shape {counts.shape}"
+        )
+
+    def where(row: int) -> str:
+        return f"device row {row}" if nodes is None else f"node {nodes[row]!r}"
+
+    if nodes is not None and not np.all(np.isfinite(counts)):
+        row, column = np.argwhere(~np.isfinite(counts))[0]
+        raise InvalidInputError(
+            f"class_counts of {where(row)} has {counts[row, column]} in class {column}; give "
+            "finite numbers of training rows"
+        )
+    if (counts < 0).any():
+        row, column = np.argwhere(counts < 0)[0]
+        raise InvalidInputError(
+            f"class_counts must be >= 0; {where(row)} has {counts[row, column]:g} "
+            f"in class {column}"
+        )
+    if integral and (counts != np.floor(counts)).any():
+        row, column = np.argwhere(counts != np.floor(counts))[0]
+        raise InvalidInputError(
+            f"class_counts must be whole numbers of training rows; {where(row)} has "
+            f"{counts[row, column]:g} in class {column}"
+        )
+    empty = np.flatnonzero(counts.sum(axis=1) == 0)
+    if empty.size:
+        label = f"row {empty[0]}" if nodes is None else f"of node {nodes[empty[0]]!r}"
+        raise InvalidInputError(
+            f"class_counts {label} is all zero: every device needs some data"
+        )
+    return counts
+
+
 class Network:
     """A DeepPrivacy network: social graph, computation and communication times.
 
@@ -275,6 +407,24 @@ class Network:
     topology : Topology, optional
         A topology stored with the network (the toy example keeps Fig. 2(b)).
     name : str, optional
+    physical_model : mapping, optional
+        The settings of the physical model the delays came from (kept for the
+        file format).
+    class_counts : array-like of shape (n, n_classes) or mapping node -> counts, optional
+        Training rows of each class on each device (whole numbers >= 0, at
+        least one row per device), rows in node order.  The predictor's
+        heterogeneity features use them
+        (:func:`topokit.design.topology_features`);
+        None (default): the data distribution is unknown and IID is assumed.
+        Stored as a read-only float array, ``class_counts``.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the problem: a delay matrix of the wrong shape, NaN, negative
+        or asymmetric; class counts with a row per device missing, rows of
+        different lengths, NaN / inf, negative or fractional counts, or a
+        device with no data (the message names the node).
 
     Examples
     --------
@@ -282,6 +432,8 @@ class Network:
     >>> net = Network(nx.path_graph(3), [10, 10, 10], np.full((3, 3), 5.0))
     >>> float(net.link_times[0, 1])
     15.0
+    >>> net.with_class_counts([[5, 0], [2, 3], [0, 5]]).class_counts.sum(axis=1)
+    array([5., 5., 5.])
     """
 
     def __init__(
@@ -294,6 +446,7 @@ class Network:
         topology: Topology | None = None,
         name: str | None = None,
         physical_model: Mapping[str, Any] | None = None,
+        class_counts: ArrayLike | Mapping | None = None,
     ):
         if not isinstance(social, nx.Graph) or social.is_directed() or social.is_multigraph():
             raise InvalidInputError("social must be an undirected networkx.Graph")
@@ -312,7 +465,14 @@ class Network:
         self.positions = None if positions is None else self._check_positions(positions, n)
         self.name = name
         self.physical_model = dict(physical_model) if physical_model else None
+        self.class_counts = None if class_counts is None else self._check_counts(class_counts)
         self.topology = None if topology is None else topology.validate(self)
+
+    def _check_counts(self, class_counts: ArrayLike | Mapping) -> NDArray[np.float64]:
+        counts = _check_class_counts(class_counts, self.n_devices, nodes=self.nodes,
+                                     integral=True)
+        counts.flags.writeable = False
+        return counts
 
     @staticmethod
     def _check_delay(delay: ArrayLike, n: int) -> NDArray[np.float64]:
@@ -369,6 +529,7 @@ class Network:
         max_range_m: float | None = None,
         name: str | None = None,
         topology: Topology | None = None,
+        class_counts: ArrayLike | Mapping | None = None,
     ) -> Network:
         """Build a network whose delays follow the paper's physical model (Sec. VI-A).
 
@@ -382,6 +543,8 @@ class Network:
             Positions in metres.
         lte : str, sequence or mapping node -> str
             LTE-M category of every device ("cat-m1" or "cat-m2").
+        class_counts : array-like or mapping, optional
+            Each device's training rows per class (see :class:`Network`).
         """
         nodes = list(social)
         if isinstance(positions, Mapping):
@@ -406,7 +569,7 @@ class Network:
         }
         return cls(
             social, compute_time, delay, positions=coords, name=name, topology=topology,
-            physical_model=model,
+            physical_model=model, class_counts=class_counts,
         )
 
     @property
@@ -431,18 +594,46 @@ class Network:
         check_connected(self.social, "the social graph")
         return self
 
+    @property
+    def n_classes(self) -> int | None:
+        """Columns of :attr:`class_counts`; None when the class counts are unknown."""
+        return None if self.class_counts is None else int(self.class_counts.shape[1])
+
     def with_topology(self, topology: Topology | None) -> Network:
-        """A copy of this network storing ``topology``."""
+        """A copy of this network storing ``topology`` (class counts carried)."""
+        return self._copy(topology=topology, class_counts=self.class_counts)
+
+    def with_class_counts(self, class_counts: ArrayLike | Mapping | None) -> Network:
+        """A copy of this network with each device's class counts (None: unknown, IID).
+
+        Parameters
+        ----------
+        class_counts : array-like of shape (n_devices, n_classes), mapping or None
+            Training rows per class of every device, rows in node order (or
+            a mapping node -> counts); validated as in :class:`Network`.
+
+        Examples
+        --------
+        >>> from topokit import load_example
+        >>> net = load_example("toy").with_class_counts([[3, 1]] * 6)
+        >>> net.n_classes, net.with_class_counts(None).class_counts is None
+        (2, True)
+        """
+        return self._copy(topology=self.topology, class_counts=class_counts)
+
+    def _copy(self, *, topology: Topology | None, class_counts: Any) -> Network:
         return Network(
             self.social, self.compute_time, self.delay, positions=self.positions,
             topology=topology, name=self.name, physical_model=self.physical_model,
+            class_counts=class_counts,
         )
 
     def __repr__(self) -> str:
         label = f"{self.name!r}, " if self.name else ""
+        classes = "" if self.class_counts is None else f", {self.n_classes} classes"
         return (
             f"Network({label}{self.n_devices} devices, "
-            f"{self.social.number_of_edges()} social links)"
+            f"{self.social.number_of_edges()} social links{classes})"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -454,6 +645,7 @@ class Network:
             and np.array_equal(self.compute_time, other.compute_time)
             and np.array_equal(self.delay, other.delay)
             and _optional_equal(self.positions, other.positions)
+            and _optional_equal(self.class_counts, other.class_counts)
             and self.topology == other.topology
         )
 
@@ -537,6 +729,9 @@ def network_to_graph(net: Network) -> nx.Graph:
         attrs = {"compute_time": float(net.compute_time[i])}
         if net.positions is not None:
             attrs["x"], attrs["y"] = (float(c) for c in net.positions[i])
+        if net.class_counts is not None:
+            # Whole numbers (checked when the network was built): written as JSON integers.
+            attrs["class_counts"] = [int(c) for c in net.class_counts[i]]
         graph.add_node(node, **attrs)
     graph.add_edges_from(net.social.edges)
     return graph
@@ -561,6 +756,28 @@ def _positions(graph: nx.Graph, nodes: list) -> list[list[float]] | None:
             for key in ("x", "y")
         ])
     return positions
+
+
+def _class_counts(graph: nx.Graph, nodes: list) -> NDArray[np.float64] | None:
+    """Node attribute ``class_counts``: on every node, or on none (then None).
+
+    The values are checked here, so that a file's error is an
+    :class:`InputFileError` naming the node.
+    """
+    present = [node for node in nodes if "class_counts" in graph.nodes[node]]
+    if not present:
+        return None
+    if len(present) < len(nodes):
+        missing = next(node for node in nodes if "class_counts" not in graph.nodes[node])
+        raise InputFileError(
+            f"node {missing!r} has no 'class_counts' while other nodes have them; give "
+            f"'class_counts' ({_COUNT_EXAMPLE}) for every node or for none"
+        )
+    rows = [graph.nodes[node]["class_counts"] for node in nodes]
+    try:
+        return _check_class_counts(rows, len(nodes), nodes=nodes, integral=True)
+    except InvalidInputError as exc:
+        raise InputFileError(str(exc)) from None
 
 
 _PHYSICAL_KEYS = ("model_size_mb", "lte", "wifi_range_m", "max_range_m")
@@ -625,6 +842,7 @@ def _network_of(graph: nx.Graph) -> Network:
         )
     compute = {node: graph.nodes[node]["compute_time"] for node in nodes}
     positions = _positions(graph, nodes)
+    class_counts = _class_counts(graph, nodes)
     meta = graph.graph
     topology = Topology.from_dict(meta["topology"]) if meta.get("topology") else None
     model = meta.get("physical_model")
@@ -640,7 +858,7 @@ def _network_of(graph: nx.Graph) -> Network:
         )
     return Network(
         _social_graph(graph, nodes), compute, delay, positions=positions, topology=topology,
-        name=meta.get("name"), physical_model=model,
+        name=meta.get("name"), physical_model=model, class_counts=class_counts,
     )
 
 
@@ -681,11 +899,13 @@ def load_network(path: str | Path) -> Network:
     """Read a network from node-link JSON (``.json``) or GraphML (``.graphml``).
 
     The JSON is networkx's node-link format (``networkx.node_link_data``) with
-    node attributes ``compute_time`` and optionally ``x``, ``y`` (metres); the
-    graph attribute ``delay`` (an n x n matrix, ``null`` for no link) or, when
-    it is absent, the positions and ``physical_model`` give the delays.  An
-    optional graph attribute ``topology`` stores a topology.  GraphML keeps the
-    structured graph attributes as JSON strings.
+    node attributes ``compute_time`` and optionally ``x``, ``y`` (metres) and
+    ``class_counts`` (the device's training rows per class, e.g.
+    ``[12, 0, 3]``: on every node or on none, one count per class on each);
+    the graph attribute ``delay`` (an n x n matrix, ``null`` for no link) or,
+    when it is absent, the positions and ``physical_model`` give the delays.
+    An optional graph attribute ``topology`` stores a topology.  GraphML keeps
+    the structured graph attributes and ``class_counts`` as JSON strings.
     """
     path = _existing(path)
     if path.suffix.lower() == ".graphml":
@@ -699,8 +919,22 @@ def load_network(path: str | Path) -> Network:
                     graph.graph[key] = json.loads(graph.graph[key])
                 except json.JSONDecodeError:
                     raise InputFileError(f"{path}: graph attribute {key!r} is not JSON") from None
+        _decode_graphml_counts(graph, path)
         return graph_to_network(graph, source=str(path))
     return graph_to_network(_node_link_graph(_read_json(path), path), source=str(path))
+
+
+def _decode_graphml_counts(graph: nx.Graph, path: Path) -> None:
+    """GraphML has no list attributes: ``class_counts`` is a JSON string there."""
+    for node, attributes in graph.nodes(data=True):
+        if isinstance(attributes.get("class_counts"), str):
+            try:
+                attributes["class_counts"] = json.loads(attributes["class_counts"])
+            except json.JSONDecodeError:
+                raise InputFileError(
+                    f"{path}: node {node!r}: 'class_counts' is not JSON; expected "
+                    f"{_COUNT_EXAMPLE}"
+                ) from None
 
 
 def _node_link_records(data: Any, path: Path) -> str:
@@ -793,6 +1027,9 @@ def save_network(net: Network, path: str | Path) -> Path:
         for key in ("delay", "topology", "physical_model"):
             if key in graph.graph:
                 graph.graph[key] = json.dumps(graph.graph[key])
+        for _, attributes in graph.nodes(data=True):
+            if "class_counts" in attributes:
+                attributes["class_counts"] = json.dumps(attributes["class_counts"])
         graph.graph = {k: v for k, v in graph.graph.items() if v is not None}
         text = "\n".join(nx.generate_graphml(graph))
         return atomic_write_text(path, text + "\n")

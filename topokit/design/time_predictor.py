@@ -402,6 +402,9 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
 
         The features are computed with the settings the predictor was fitted
         with (:attr:`feature_settings`); :func:`topokit.evaluate` calls this.
+        ``class_counts`` (each device's training rows per class, node order)
+        defaults to the network's own ``net.class_counts``; when both are
+        None the data is assumed IID.  Given counts win over the network's.
         """
         settings = self.feature_settings.to_dict()
         return self.predict_features(
@@ -618,7 +621,9 @@ def predict_topology(
     topology : Topology, optional
         Default: NDLF (the social links, no DP device).
     class_counts : array-like of shape (n_devices, n_classes), optional
-        Each device's class counts (node order); None assumes IID data.
+        Each device's class counts (node order).  None (default): the
+        network's ``net.class_counts``; IID data when that is None too.
+        Given counts win over the network's.
     predictor : "default", "paper", path or predictor, default "default"
 
     Returns

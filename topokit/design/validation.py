@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ import pandas as pd
 
 from .._checks import check_choice, check_int, check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, run_resumable
-from .._random import SeedLike, keyed_seed, seed_sequence
+from .._random import SeedLike, keyed_seed, seed_sequence, spawn_generators
 from ..errors import InvalidInputError, NotFittedError
 from ..training import train
 from ..training.core import check_accuracy_threshold
@@ -372,10 +373,27 @@ def _uses_noise_variance(predictor: Any) -> bool:
     return bool(getattr(predictor, "use_noise_variance", False))
 
 
+def _check_partition(piece: _Piece, run) -> None:
+    """The class counts the prediction used are those of the run's partition (sizes agree)."""
+    counts = piece.net.class_counts
+    if counts is not None and tuple(int(s) for s in counts.sum(axis=1)) != run.partition_sizes:
+        raise InvalidInputError(
+            f"trial {piece.trial}: the partition could not be replayed for the prediction "
+            "(device sizes differ from the run's); a partitioner must draw only from the "
+            "generator train gives it"
+        )
+
+
 def _measure(piece: _Piece) -> _Measured:
-    """Train once over the piece's topology: the worker of :func:`validate`'s job."""
+    """Train once over the piece's topology: the worker of :func:`validate`'s job.
+
+    ``piece.net`` carries the trial's class counts, so a predictor that
+    knows the data (a :class:`~topokit.design.TrainingTimePredictor`)
+    predicts for the partition the run trains on.
+    """
     run = train(piece.net, piece.topology, piece.X, piece.y, seed=piece.seed,
                 **piece.train_kwargs)
+    _check_partition(piece, run)
     variance = noise_variance(run)
     metrics = evaluate(piece.net, piece.topology, piece.predictor,
                        noise_variance=variance if _uses_noise_variance(piece.predictor) else None)
@@ -703,12 +721,59 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
 # ---------------------------------------------------------------------------------------------
 
 
+def _no_features(labels: Any) -> np.ndarray:
+    """A data matrix of no columns beside ``labels``: the partition draws on labels alone."""
+    return np.zeros((np.shape(labels)[0] if np.ndim(labels) else 0, 0))
+
+
+def _partition_counts(net: Network, y: Any, seed: int, *, partition: Any = None,
+                           test: Any = None) -> np.ndarray:
+    """Training rows of each class on each device in :func:`~topokit.training.train`'s run.
+
+    Replays the first draws of the run's "partition" generator (seeded with
+    ``seed``, as ``train(..., seed=seed)`` seeds it): the held-out split,
+    then the partition of the training rows over ``net.nodes``.  Both depend
+    on the labels only, never on the features or the topology, so every
+    topology of a trial trains on the same partition.
+
+    Returns
+    -------
+    ndarray of shape (n_devices, n_classes)
+        Integer counts, rows in node order, classes in sorted label order.
+    """
+    from ..training._plan import ROLES, partition_rows, split_data
+    from ..training.partition import make_partitioner
+
+    rng = spawn_generators(seed, ROLES)["partition"]
+    if isinstance(test, tuple) and len(test) == 2:
+        test = (_no_features(test[1]), test[1])
+    data = split_data(_no_features(y), y, test, net.n_devices, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # train warns about this very partition itself
+        parts = partition_rows(make_partitioner(partition), data.codes_train, net.nodes, rng)
+    return np.array([np.bincount(data.codes_train[part], minlength=data.n_classes)
+                     for part in parts])
+
+
+def _trial_network(net: Network, settings: _Settings, seed: int) -> Network:
+    """``net`` carrying the class counts of the partition of the trial seeded ``seed``."""
+    counts = _partition_counts(net, settings.data.y, seed,
+                              partition=settings.train_kwargs.get("partition"),
+                              test=settings.train_kwargs.get("test"))
+    return net.with_class_counts(counts)
+
+
 def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
                  settings: _Settings) -> list[_Piece]:
-    """One piece per (topology, trial); trial t has the same seed for every topology."""
+    """One piece per (topology, trial); trial t has the same seed for every topology.
+
+    The network of trial t carries that trial's class counts (its partition),
+    which the predictions of the trial's runs use.
+    """
     trial_seeds = [keyed_seed(settings.seed, _TRIAL, t) for t in range(settings.trials)]
+    trial_nets = [_trial_network(net, settings, seed) for seed in trial_seeds]
     return [
-        _Piece(net=net, name=b.name, kind=b.kind, topology=b.topology, trial=t,
+        _Piece(net=trial_nets[t], name=b.name, kind=b.kind, topology=b.topology, trial=t,
                seed=trial_seeds[t], X=settings.data.X, y=settings.data.y,
                targets=settings.targets, predictor=settings.predictor,
                train_kwargs=settings.train_kwargs)
@@ -731,8 +796,9 @@ def _job_description(net: Network, built: Sequence[BuiltTopology], settings: _Se
                      config: dict) -> dict:
     """The manifest of the parts folder: resumption only for the very same job."""
     fingerprint = _job_fingerprint(net, built, settings.data.X, settings.data.y, config)
-    # format 2: wall-clock times in their own table, exposure counts in the runs table.
-    return {"kind": "validate", "format": 2, "network": str(net.name), "job": fingerprint}
+    # format 2: wall-clock times in their own table, exposure counts in the runs table;
+    # format 3: predictions use each trial's class counts (pieces of format 2 did not).
+    return {"kind": "validate", "format": 3, "network": str(net.name), "job": fingerprint}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -828,6 +894,14 @@ def validate(
     per-coordinate noise variance over the target round T, see
     :func:`noise_variance`.  Rows of runs that never reached a target have
     NaN measured rounds and time.
+
+    The predictions of trial t are made for the data the trial trains on:
+    the network is given the class counts of the trial's partition (training
+    rows per class per device; they replace any ``net.class_counts``),
+    which a :class:`~topokit.design.TrainingTimePredictor` turns into its
+    heterogeneity and data-size features.  Eq. (15) uses H and phi only and
+    predicts the same as before.  AutoTag, ERG and the random topologies are
+    built on ``net`` as given.
     """
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,
