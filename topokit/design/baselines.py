@@ -5,6 +5,9 @@
   the physical network can connect, every device adds noise.
 - :func:`erg`: DeepPrivacy-ERG (Sec. VI-C), a connected Erdős-Rényi graph; the
   ends of its non-social links add noise.
+- :func:`exponential_graph`: the static exponential graph of Ying et al.
+  (NeurIPS 2021) over the finite-delay pairs; the ends of its non-social
+  links add noise.
 - :func:`random_topology`: any valid connected topology, drawn at random.
 - :func:`optimum`: the true optimum of CoTOPO under the predictor, by
   exhaustive search, for networks of at most 7 devices.
@@ -28,7 +31,8 @@ from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 
-__all__ = ["ndlf", "dlfdp", "erg", "random_topology", "optimum", "MAX_OPTIMUM_DEVICES"]
+__all__ = ["ndlf", "dlfdp", "erg", "exponential_graph", "random_topology", "optimum",
+           "MAX_OPTIMUM_DEVICES"]
 
 #: :func:`optimum` refuses larger networks (7 devices: 2^21 link sets).
 MAX_OPTIMUM_DEVICES = 7
@@ -127,6 +131,99 @@ def erg(
         f"no connected random graph with {n_links} links found in {_MAX_TRIES} draws; "
         "use more links (n_links)"
     )
+
+
+def _exponential_offsets(n: int) -> list[int]:
+    """The distinct ring offsets +/- 2^k mod n (k = 0..floor(log2(n - 1))), 0 left out."""
+    if n < 2:
+        return []
+    top = (n - 1).bit_length() - 1  # floor(log2(n - 1))
+    return sorted({sign * 2**k % n for k in range(top + 1) for sign in (1, -1)} - {0})
+
+
+def _joining_links(net: Network, edges: list) -> list[tuple[Any, Any]]:
+    """The fastest finite-delay links that join the components of ``edges`` (Kruskal).
+
+    Raises InvalidInputError if even every finite-delay pair leaves the devices apart.
+    """
+    components = nx.utils.UnionFind(net.nodes)
+    for u, v in edges:
+        components.union(u, v)
+    times, index = net.link_times, net.index
+    # Fastest first; ties broken by node order, so the result does not depend on set order.
+    pairs = sorted(_finite_pairs(net), key=lambda p: (times[index[p[0]], index[p[1]]],
+                                                      index[p[0]], index[p[1]]))
+    added = []
+    for u, v in pairs:
+        if components[u] != components[v]:
+            components.union(u, v)
+            added.append((u, v))
+    if len({components[node] for node in net.nodes}) > 1:
+        raise InvalidInputError(
+            "the physical network cannot connect every device (the finite-delay pairs leave "
+            "them in separate groups), so no connected topology exists; check the delays"
+        )
+    return added
+
+
+def exponential_graph(net: Network, *, seed: SeedLike = None) -> Topology:
+    """The static exponential graph of Ying et al. over the finite-delay pairs.
+
+    The devices are placed on a ring; the device at position i is linked to
+    the devices at positions i + 2^k and i - 2^k (mod |V|) for k = 0, ...,
+    floor(log2(|V| - 1)) [1]_, the undirected version of the paper's directed
+    graph (whose node i sends to i + 2^k).  Every device then has about
+    2 log2 |V| distinct neighbours (2m - 1 when |V| = 2^m).  Pairs with an
+    infinite delay are left out; if that disconnects the graph, the fastest
+    finite-delay links (smallest d_ij + max(r_i, r_j)) that join its
+    components are added, Kruskal-style.  As in DeepPrivacy-ERG, the ends of
+    the links that are not social links become the DP devices (the fewest a
+    valid topology allows).
+
+    Parameters
+    ----------
+    net : Network
+    seed : int, Generator or None
+        The ring order: None keeps the node order (``net.nodes``, so the
+        result is deterministic); an int or a Generator shuffles the devices
+        on the ring at random (the same int gives the same graph).
+
+    Returns
+    -------
+    Topology
+        Valid on ``net`` and connected.
+
+    Raises
+    ------
+    InvalidInputError
+        If no connected topology exists (the finite-delay pairs do not
+        connect every device).
+
+    References
+    ----------
+    .. [1] B. Ying, K. Yuan, Y. Chen, H. Hu, P. Pan and W. Yin, "Exponential
+       graph is provably efficient for decentralized deep training", NeurIPS
+       2021.
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> from topokit import Network
+    >>> net = Network(nx.cycle_graph(8), [1.0] * 8, np.ones((8, 8)))
+    >>> topology = exponential_graph(net)
+    >>> sorted(v for u, v in topology.edges if u == 0)   # 0 +/- 1, 2, 4 (mod 8)
+    [1, 2, 4, 6, 7]
+    >>> sorted(topology.dp_devices) == list(range(8))   # every device ends a non-ring link
+    True
+    """
+    order = list(net.nodes)
+    if seed is not None:
+        order = [order[k] for k in check_random_state(seed).permutation(len(order))]
+    n, finite = len(order), np.isfinite(net.delay)
+    edges = [(order[p], order[(p + offset) % n]) for p in range(n)
+             for offset in _exponential_offsets(n)
+             if finite[net.index[order[p]], net.index[order[(p + offset) % n]]]]
+    return _with_dp_ends(net, edges + _joining_links(net, edges))
 
 
 def _check_count(value: Any, name: str, low: int, high: int) -> int:

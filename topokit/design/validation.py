@@ -49,6 +49,7 @@ from ..training import train
 from ..training.core import check_accuracy_threshold
 from ..training.privacy import clipped_sensitivity
 from .calibration import CALIBRATION_COLUMNS, CalibrationResult, _correlation, calibrate
+from .features import FeatureSettings, topology_features
 from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
@@ -68,11 +69,12 @@ __all__ = [
     "TOPOLOGY_KINDS",
     "DEFAULT_TOPOLOGIES",
     "RUN_COLUMNS",
+    "FEATURE_COLUMNS",
     "CALIBRATION_COLUMNS",
 ]
 
 #: Named topology specs; ``"random:K"`` adds K random valid topologies.
-TOPOLOGY_KINDS = ("autotag", "ndlf", "dlfdp", "erg", "random")
+TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "random")
 
 #: What :func:`validate` compares by default: AutoTag's design and the three baselines.
 DEFAULT_TOPOLOGIES = ("autotag", "ndlf", "dlfdp", "erg")
@@ -84,14 +86,23 @@ RUN_COLUMNS = (
     "local_iterate", "predicted_global_iterate", "pseudo_time",
     "measured_rounds", "measured_time", "final_accuracy", "rounds_run", "stop_rule",
     "epsilon", "stranger_pairs", "exposed_pairs",
+    "effective_neighbours", "noise_average", "noise_disagreement", "noise_felt",
+    "heterogeneity_local", "heterogeneity_neighbourhood", "heterogeneity_disagreement",
 )
+
+#: The columns of :data:`RUN_COLUMNS` that are features of
+#: :func:`~topokit.design.features.topology_features` beyond H, the gap and phi:
+#: computed for each run's own settings (noise multiplier, clip, batch size, local
+#: steps) and partition, so that :func:`calibrate` can refit a
+#: :class:`~topokit.design.TrainingTimePredictor` on the runs.
+FEATURE_COLUMNS = RUN_COLUMNS[RUN_COLUMNS.index("effective_neighbours"):]
 
 #: Columns of the timings table, one row per training run.  Wall-clock times
 #: live apart from the results, so that the same seed writes the same bytes.
 TIMING_COLUMNS = ("topology", "kind", "trial", "seed", "wall_clock")
 
 # Sub-streams of the validation seed (keyed_seed(seed, role, index)).
-_TRIAL, _ERG, _RANDOM = 0, 1, 2
+_TRIAL, _ERG, _RANDOM, _OPTIMIZE = 0, 1, 2, 3
 _RANDOM_ATTEMPTS = 20
 _RESERVED = {"seed", "progress", "X", "y", "net", "topology"}
 
@@ -127,8 +138,8 @@ def _parse_spec(spec: str) -> tuple[str, int]:
     kind, _, count = text.partition(":")
     if kind not in TOPOLOGY_KINDS or (kind == "random") != bool(count):
         raise InvalidInputError(
-            f"unknown topology spec {spec!r}; expected one of autotag, ndlf, dlfdp, erg, "
-            "random:K (K random valid topologies), or a Topology"
+            f"unknown topology spec {spec!r}; expected one of optimize, autotag, ndlf, dlfdp, "
+            "erg, random:K (K random valid topologies), or a Topology"
         )
     if kind != "random":
         return kind, 1
@@ -147,8 +158,8 @@ def _spec_entries(topologies) -> list[tuple[Any, Any]]:
         for spec in topologies:
             if not isinstance(spec, str):
                 raise InvalidInputError(
-                    "a list of topologies holds spec strings (autotag, ndlf, dlfdp, erg, "
-                    "random:K); "
+                    "a list of topologies holds spec strings (optimize, autotag, ndlf, dlfdp, "
+                    "erg, random:K); "
                     f"got {spec!r}. Pass your own topologies as a dict name -> Topology"
                 )
         return [(spec.strip(), spec) for spec in topologies]
@@ -225,22 +236,27 @@ def _random_topologies(net: Network, spec: TopologySpec, start: int,
     ]
 
 
-def _build_topologies(net: Network, specs: Sequence[TopologySpec], seed: int,
-                      predictor: GlobalIteratePredictor) -> list[BuiltTopology]:
+def _build_topologies(net: Network, specs: Sequence[TopologySpec],
+                      settings: _Settings) -> list[BuiltTopology]:
     from ._autotag import autotag
     from .baselines import dlfdp, erg, ndlf
 
+    seed, predictor = settings.seed, settings.predictor
     design = None
     built: list[BuiltTopology] = []
     for spec in specs:
         if spec.kind in ("autotag", "erg") and design is None:
-            design = autotag(net, predictor)  # once: ERG takes AutoTag's link count
+            # Once: ERG takes AutoTag's link count.  AutoTag's scores need eq. (15)'s form.
+            design = autotag(net, predictor if isinstance(predictor, GlobalIteratePredictor)
+                             else None)
         if spec.kind == "random":
             start = sum(1 for b in built if b.kind == "random")
             built.extend(_random_topologies(net, spec, start, seed))
             continue
         if spec.kind == "custom":
             topology = spec.item.validate(net)
+        elif spec.kind == "optimize":
+            topology = _optimized(net, settings)
         elif spec.kind == "autotag":
             topology = design.topology
         elif spec.kind == "ndlf":
@@ -314,9 +330,31 @@ class _Measured(NamedTuple):
     timing: pd.DataFrame
 
 
+def _run_features(piece: _Piece, run) -> dict[str, float]:
+    """The topology's features for the run's own settings and partition (FEATURE_COLUMNS).
+
+    The noise features are NaN when the noise depended on the data
+    (``sensitivity="paper"``): no setting describes it.
+    """
+    config = run.config
+    dp = config.get("dp") or {}
+    multipliers = [z for z in run.noise_multiplier.values() if z is not None]
+    settings = FeatureSettings(noise_multiplier=max(multipliers, default=0.0),
+                               max_grad_norm=dp.get("max_grad_norm", 1.0),
+                               batch_size=config["batch_size"],
+                               local_steps=config["local_steps"])
+    features = topology_features(piece.net, piece.topology, **settings.to_dict()).to_dict()
+    values = {name: float(features[name]) for name in FEATURE_COLUMNS}
+    if run.dp_devices and dp.get("sensitivity") != "clipped":
+        values.update(dict.fromkeys(("noise_average", "noise_disagreement", "noise_felt"),
+                                    float("nan")))
+    return values
+
+
 def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
     """One row per target: the prediction for the topology next to what the run measured."""
     epsilon = max(run.epsilon.values()) if run.epsilon else float("nan")
+    features = _run_features(piece, run)
     rows = []
     for target in piece.targets:
         rounds = run.rounds_to(target)
@@ -334,6 +372,7 @@ def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
             "final_accuracy": run.final_accuracy, "rounds_run": run.rounds_run,
             "stop_rule": run.stop_rule, "epsilon": epsilon,
             "stranger_pairs": metrics.stranger_pairs, "exposed_pairs": metrics.exposed_pairs,
+            **features,
         })
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
@@ -763,6 +802,23 @@ def _trial_network(net: Network, settings: _Settings, seed: int) -> Network:
     return net.with_class_counts(counts)
 
 
+def _optimized(net: Network, settings: _Settings) -> Topology:
+    """The ``"optimize"`` spec: :func:`topokit.optimize` for the data of trial 0.
+
+    One topology serves every trial, as a user deploys one; it is designed
+    for the class counts of trial 0's partition (the trials differ in their
+    partitions only by sampling).  It is judged by ``predictor`` when that is
+    a :class:`~topokit.design.TrainingTimePredictor`, else by topokit's
+    default one (eq. 15 is for AutoTag).
+    """
+    from ._optimize import optimize
+
+    judge = settings.predictor if hasattr(settings.predictor, "predict_network") else "default"
+    trial_net = _trial_network(net, settings, keyed_seed(settings.seed, _TRIAL, 0))
+    return optimize(trial_net, predictor=judge,
+                    seed=keyed_seed(settings.seed, _OPTIMIZE, 0)).topology
+
+
 def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
                  settings: _Settings) -> list[_Piece]:
     """One piece per (topology, trial); trial t has the same seed for every topology.
@@ -797,8 +853,9 @@ def _job_description(net: Network, built: Sequence[BuiltTopology], settings: _Se
     """The manifest of the parts folder: resumption only for the very same job."""
     fingerprint = _job_fingerprint(net, built, settings.data.X, settings.data.y, config)
     # format 2: wall-clock times in their own table, exposure counts in the runs table;
-    # format 3: predictions use each trial's class counts (pieces of format 2 did not).
-    return {"kind": "validate", "format": 3, "network": str(net.name), "job": fingerprint}
+    # format 3: predictions use each trial's class counts (pieces of format 2 did not);
+    # format 4: the runs table has the FEATURE_COLUMNS.
+    return {"kind": "validate", "format": 4, "network": str(net.name), "job": fingerprint}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -834,9 +891,11 @@ def validate(
     ----------
     net : Network
     topologies : str, list of str or dict, default ("autotag", "ndlf", "dlfdp", "erg")
-        Specs: ``"autotag"`` (AutoTag's design under ``predictor``),
-        ``"ndlf"``, ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link
-        count), ``"random:K"`` (K random valid connected topologies, named
+        Specs: ``"optimize"`` (:func:`topokit.optimize`'s design, see the
+        Notes), ``"autotag"`` (AutoTag's design under ``predictor`` if that
+        is an eq. (15) predictor, else under eq. (15) itself), ``"ndlf"``,
+        ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link count),
+        ``"random:K"`` (K random valid connected topologies, named
         ``random-0`` ...); a comma-separated string is split.  A dict maps
         names to Topology objects (or to specs).
     X, y : array-like, optional
@@ -901,12 +960,15 @@ def validate(
     which a :class:`~topokit.design.TrainingTimePredictor` turns into its
     heterogeneity and data-size features.  Eq. (15) uses H and phi only and
     predicts the same as before.  AutoTag, ERG and the random topologies are
-    built on ``net`` as given.
+    built on ``net`` as given.  The ``"optimize"`` design is made for the
+    class counts of trial 0 (one topology serves every trial, as one is
+    deployed), judged by ``predictor`` when that is a
+    :class:`~topokit.design.TrainingTimePredictor`, else by the default one.
     """
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,
                              output=output, train_kwargs=train_kwargs)
-    built = _build_topologies(net, settings.specs, settings.seed, settings.predictor)
+    built = _build_topologies(net, settings.specs, settings)
     config = _run_config(net, settings, built)
     pieces = _plan_pieces(net, built, settings)
     outputs = description = None
