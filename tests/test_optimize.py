@@ -186,3 +186,28 @@ def test_eq15_with_noise_variance_is_refused_and_a_disconnected_network_too():
         broken = topokit.Network(social, net.compute_time, net.delay)
     with pytest.raises(DisconnectedGraphError):
         optimize(broken)
+
+
+def test_validate_spec_optimize_and_feature_columns():
+    from topokit.design.validation import FEATURE_COLUMNS, validate
+
+    net = load_example("siot16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = validate(net, "optimize,ndlf", trials=2, rounds=5, targets=(0.5,),
+                          predictor="default", partition=0.8, seed=4)
+    frame = result.frame
+    assert set(frame["topology"]) == {"optimize", "ndlf"}
+    designed = result.topologies["optimize"]
+    designed.validate(net, require_connected=True)
+    first = frame[frame["trial"] == 0].set_index("topology")
+    # Designed for trial 0's data: never predicted slower than NDLF on it.
+    assert first.loc["optimize", "pseudo_time"] <= first.loc["ndlf", "pseudo_time"] * (1 + 1e-12)
+    # The feature columns are those the prediction used (no DP device here, so the run's noise
+    # settings do not enter): the default predictor on them gives the recorded rounds.
+    assert (frame["n_dp_devices"] == 0).all()
+    predictor = load_predictor("default")
+    recomputed = predictor.predict(frame[list(predictor.features)].to_numpy())
+    np.testing.assert_allclose(recomputed, frame["predicted_global_iterate"], rtol=1e-12)
+    assert set(FEATURE_COLUMNS) >= set(predictor.features)
+    assert (frame["heterogeneity_local"] > 0.2).all()  # skewed partitions
