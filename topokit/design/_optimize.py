@@ -46,7 +46,12 @@ from .._random import SeedLike, keyed_seed, seed_sequence
 from ..errors import InvalidInputError
 from ._autotag import Candidate, Design, _check_n_jobs, autotag
 from .baselines import dlfdp, erg, ndlf
-from .features import check_class_counts, topology_features
+from .features import (
+    FeatureSettings,
+    TopologyFeatures,
+    check_class_counts,
+    features_of_arrays,
+)
 from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
@@ -92,8 +97,9 @@ class _Objective:
     net: Network
     predictor: GlobalIteratePredictor | TrainingTimePredictor
     class_counts: NDArray[np.float64] | None
-    link_times: NDArray[np.float64]
+    link_times: NDArray[np.float64]  # inf on the diagonal and where there is no link
     social: NDArray[np.bool_]
+    settings: FeatureSettings  # the predictor's (eq. 15 uses H and phi only)
 
     def topology(self, adjacency: NDArray[np.bool_]) -> Topology:
         nodes = self.net.nodes
@@ -102,25 +108,22 @@ class _Objective:
         return Topology([(nodes[i], nodes[j]) for i, j in zip(rows, cols, strict=True)],
                         [nodes[i] for i in np.flatnonzero(non_social.any(axis=1))])
 
-    def local_iterate(self, adjacency: NDArray[np.bool_]) -> float:
-        if not adjacency.any():
-            return float(self.net.compute_time.max())
-        return float(self.link_times[adjacency].max())
+    def features(self, adjacency: NDArray[np.bool_]) -> TopologyFeatures:
+        dp_mask = (adjacency & ~self.social).any(axis=1)
+        return features_of_arrays(self.net, adjacency.astype(np.float64), dp_mask,
+                                  self.class_counts, self.settings, social=self.social,
+                                  link_times=self.link_times)
 
     def score(self, adjacency: NDArray[np.bool_]) -> _Score:
-        topology = self.topology(adjacency)
+        features = self.features(adjacency)
         if isinstance(self.predictor, GlobalIteratePredictor):
-            features = topology_features(self.net, topology)
             rounds = self.predictor.predict_one(features.hitting_time, features.phi)
             oriented = np.array([features.hitting_time, features.phi])
         else:
-            settings = self.predictor.feature_settings.to_dict()
-            features = topology_features(self.net, topology, class_counts=self.class_counts,
-                                         **settings)
             rounds = self.predictor.predict_features(features)
             oriented = np.array([FEATURE_TRANSFORMS[name](np.array(getattr(features, name)))
                                  for name in self.predictor.features], dtype=np.float64)
-        iterate = self.local_iterate(adjacency)
+        iterate = features.local_iterate
         paper_rounds = _PAPER.predict_one(features.hitting_time, features.phi)
         return _Score(float(rounds) * iterate, float(rounds), iterate, oriented,
                       float(paper_rounds) * iterate)
@@ -281,10 +284,12 @@ def _objective(net: Network, model: Any, class_counts: ArrayLike | None) -> _Obj
     if class_counts is None:
         class_counts = getattr(net, "class_counts", None)
     counts = None if class_counts is None else check_class_counts(class_counts, net.n_devices)
+    settings = (FeatureSettings() if isinstance(model, GlobalIteratePredictor)
+                else model.feature_settings)
     return _Objective(net=net, predictor=model, class_counts=counts,
                       link_times=np.where(np.eye(net.n_devices, dtype=bool), np.inf,
                                           net.link_times),
-                      social=net.social_adjacency > 0)
+                      social=net.social_adjacency > 0, settings=settings)
 
 
 def _ranked_starts(objective: _Objective, starts: dict[str, Topology]) -> list[tuple[str, Any]]:
@@ -378,7 +383,8 @@ def optimize(
 
     Notes
     -----
-    AutoTag's design and snapshots are starts up to
+    While it runs, BLAS is limited to one thread (threadpoolctl).  AutoTag's
+    design and snapshots are starts up to
     :data:`MAX_AUTOTAG_DEVICES` devices; beyond, ERG takes NDLF's link count.
 
     Examples
@@ -403,7 +409,12 @@ def optimize_with_references(net: Network, **options: Any) -> tuple[Design, dict
     For reports that show the design next to NDLF, DLFDP, ERG and AutoTag
     (``topokit design``) without building them twice.
     """
-    return _optimize(net, **options)
+    from threadpoolctl import threadpool_limits
+
+    # The search factorises thousands of small matrices: multithreaded BLAS only adds
+    # overhead there (and contention with the searches' own threads).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _optimize(net, **options)
 
 
 def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | None = None,

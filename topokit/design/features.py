@@ -46,7 +46,6 @@ from numpy.typing import ArrayLike, NDArray
 from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
 from ..kernels import hitting_time_and_gap, lazy_metropolis
-from .metrics import dp_ends, local_iterate
 from .network import Network, Topology, _check_class_counts
 
 __all__ = [
@@ -268,7 +267,7 @@ def _batch_sizes(settings: FeatureSettings, counts: NDArray | None, n: int) -> N
     return np.minimum(float(settings.batch_size), np.maximum(sizes, 1.0))
 
 
-def _noise_variances(net: Network, topology: Topology, settings: FeatureSettings,
+def _noise_variances(dp_mask: NDArray[np.bool_], settings: FeatureSettings,
                      counts: NDArray | None) -> NDArray[np.float64]:
     """s_i^2 = (z Delta_i)^2 at step size 1 for DP devices, 0 for the others.
 
@@ -276,13 +275,9 @@ def _noise_variances(net: Network, topology: Topology, settings: FeatureSettings
     :func:`topokit.training.privacy.clipped_sensitivity` (restated here: the
     design layer does not import the training core).
     """
-    n = net.n_devices
-    batch = _batch_sizes(settings, counts, n)
+    batch = _batch_sizes(settings, counts, dp_mask.size)
     sensitivity = 2.0 * settings.max_grad_norm * (1.0 / batch + (settings.local_steps - 1))
-    variances = np.zeros(n)
-    rows = [net.index[node] for node in topology.dp_devices]
-    variances[rows] = (settings.noise_multiplier * sensitivity[rows]) ** 2
-    return variances
+    return np.where(dp_mask, (settings.noise_multiplier * sensitivity) ** 2, 0.0)
 
 
 def _mode_diagonal(spectrum: _Spectrum, weight: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -447,20 +442,42 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
     # The network's counts were checked when it was built.
     counts = (net.class_counts if class_counts is None
               else check_class_counts(class_counts, net.n_devices))
-    adjacency = _adjacency(net, topology)
+    dp_mask = np.zeros(net.n_devices, dtype=bool)
+    dp_mask[[net.index[node] for node in topology.dp_devices]] = True
+    return features_of_arrays(net, _adjacency(net, topology), dp_mask, counts, settings)
+
+
+def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: NDArray[np.bool_],
+                       counts: NDArray[np.float64] | None, settings: FeatureSettings, *,
+                       social: NDArray[np.bool_] | None = None,
+                       link_times: NDArray[np.float64] | None = None) -> TopologyFeatures:
+    """:func:`topology_features` of a topology given as arrays, unchecked.
+
+    For searches that score thousands of topologies (:func:`topokit.optimize`):
+    ``adjacency`` is the topology's symmetric 0/1 matrix in node order,
+    ``dp_mask`` marks its DP devices, ``counts`` are checked class counts or
+    None; ``social`` (G_s as a boolean matrix) and ``link_times``
+    (``net.link_times``) may be passed precomputed.  The caller guarantees a
+    valid topology.
+    """
+    social = net.social_adjacency > 0 if social is None else social
+    link_times = net.link_times if link_times is None else link_times
     hitting, gap = hitting_time_and_gap(adjacency)
     weights = lazy_metropolis(adjacency)
     spectrum = _spectrum(weights)
-    variances = _noise_variances(net, topology, settings, counts)
+    variances = _noise_variances(dp_mask, settings, counts)
+    linked = adjacency > 0
+    non_social = linked & ~social
     return TopologyFeatures(
         n_devices=net.n_devices,
-        n_links=topology.n_links,
-        n_dp_devices=len(topology.dp_devices),
+        n_links=int(np.count_nonzero(np.triu(linked, 1))),
+        n_dp_devices=int(np.count_nonzero(dp_mask)),
         connected=bool(np.isfinite(hitting)),
-        phi=len(dp_ends(net, topology)) / net.n_devices,
+        phi=float(np.count_nonzero(non_social.any(axis=1))) / net.n_devices,
         hitting_time=float(hitting),
         spectral_gap=float(gap),
-        local_iterate=local_iterate(net, topology),
+        local_iterate=(float(link_times[linked].max()) if linked.any()
+                       else float(net.compute_time.max())),
         **_noise_features(variances, spectrum, settings.gamma),
         **_heterogeneity_features(counts, weights, spectrum, settings.gamma),
     )

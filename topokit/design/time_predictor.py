@@ -361,29 +361,36 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
         if np.isnan(X).any():
             raise InvalidInputError("X contains NaN; features are numbers or inf")
+        return self._standardise_checked(X)
+
+    def _standardise_checked(self, X: NDArray[np.float64]) -> NDArray:
         with np.errstate(invalid="ignore"):
             return (self._transform(X) - self.mean_) / self.scale_
 
-    def reach_probability(self, X: ArrayLike) -> NDArray[np.float64]:
-        """P(the target is reached) for every row; 0 where a feature is infinite."""
+    def _reach_probability(self, Z: NDArray) -> NDArray[np.float64]:
         from scipy.special import expit
 
-        Z = self._standardised(X)
         finite = np.all(np.isfinite(Z), axis=1)
         logit = self.reach_intercept_ - np.where(finite[:, None], Z, 0.0) @ self.reach_coef_
         return np.where(finite, expit(logit), 0.0)
+
+    def _rounds(self, Z: NDArray) -> NDArray[np.float64]:
+        finite = np.all(np.isfinite(Z), axis=1)
+        rounds = np.exp(self.rounds_intercept_ + np.where(finite[:, None], Z, 0.0)
+                        @ self.rounds_coef_)
+        reached = self._reach_probability(Z) >= _THRESHOLD
+        return np.where(finite & reached, rounds, np.inf)
+
+    def reach_probability(self, X: ArrayLike) -> NDArray[np.float64]:
+        """P(the target is reached) for every row; 0 where a feature is infinite."""
+        return self._reach_probability(self._standardised(X))
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predicted rounds to the target; ``inf`` where it is predicted never to be reached.
 
         A row with an infinite feature (a disconnected topology) is ``inf``.
         """
-        Z = self._standardised(X)
-        finite = np.all(np.isfinite(Z), axis=1)
-        rounds = np.exp(self.rounds_intercept_ + np.where(finite[:, None], Z, 0.0)
-                        @ self.rounds_coef_)
-        reached = self.reach_probability(X) >= _THRESHOLD
-        return np.where(finite & reached, rounds, np.inf)
+        return self._rounds(self._standardised(X))
 
     def predict_features(self, features: TopologyFeatures | Sequence[TopologyFeatures]):
         """:meth:`predict` on :class:`TopologyFeatures`; a float for one, an array for many.
@@ -392,7 +399,10 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         """
         single = isinstance(features, TopologyFeatures)
         rows = [features] if single else list(features)
-        rounds = self.predict(feature_matrix(rows, self.features))
+        check_is_fitted(self)
+        # Features computed by topokit are numbers or inf, in the predictor's order: no
+        # need for predict's checks, which cost more than the features of a small graph.
+        rounds = self._rounds(self._standardise_checked(feature_matrix(rows, self.features)))
         rounds = np.where([row.connected for row in rows], rounds, np.inf)
         return float(rounds[0]) if single else rounds
 
