@@ -296,13 +296,14 @@ def _annotated(frame: pd.DataFrame, setting: Setting, net: topokit.Network) -> p
         pseudo_time=frame["topology"].map(lambda name: eq15[name][1]))
 
 
-def measure(quick: bool, n_jobs: int) -> tuple[pd.DataFrame, dict]:
+def measure(quick: bool, n_jobs: int,
+            models: tuple[str, ...] = MODELS) -> tuple[pd.DataFrame, dict]:
     """Every setting's runs, in parallel over settings; (runs, what the designs and runs cost)."""
     from joblib import Parallel, delayed
 
     specs, skipped = network_specs(quick)
     specs.sort(key=lambda s: -s.n_devices)  # the longest designs first: workers finish together
-    skews, models = SKEWNESS, (("logreg",) if quick else MODELS)
+    skews, models = SKEWNESS, (("logreg",) if quick else models)
     trials, n_random = (2, 4) if quick else (TRIALS, N_RANDOM)
     parts = out_path("design_benchmark_quick_parts" if quick else "design_benchmark_parts")
     parts.mkdir(exist_ok=True)
@@ -593,13 +594,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="3 small networks, 2 trials, logreg, 4 random topologies")
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated subset of logreg,mlp (default: both); the "
+                             "parts of each model are kept, so a later run adds the other")
     args = parser.parse_args()
+    models = tuple(m.strip() for m in args.models.split(","))
+    if not models or set(models) - set(MODELS):
+        parser.error(f"--models must be a comma-separated subset of {','.join(MODELS)}")
     start = time.perf_counter()
     X, y = load_digits()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skewness .* needs more rows")
         check_counts(X, y)  # the partition replay still matches train's
-    runs, info = measure(args.quick, max(1, args.n_jobs))
+    runs, info = measure(args.quick, max(1, args.n_jobs), models)
     name = "design_benchmark_quick" if args.quick else "design_benchmark"
     runs.to_parquet(out_path(f"{name}.parquet"))
     result = analyse(runs)
