@@ -88,9 +88,9 @@ def test_pdhg_warm_start_from_solution_stops_at_once():
     assert warm.objective == pytest.approx(cold.objective, rel=1e-12)
 
 
-def test_auto_picks_pdhg_for_positive_beta_and_fbf_at_zero():
+def test_auto_picks_dual_newton_for_positive_beta_and_fbf_at_zero():
     X = smooth_signals(8, 30, 0)
-    assert learn_graph(X, 1.0, 0.2).solver == "pdhg"
+    assert learn_graph(X, 1.0, 0.2).solver == "dual-newton"
     with pytest.warns(Warning):  # beta = 0 may not converge quickly; only the choice matters
         assert learn_graph(X, 1.0, 0.0, max_iter=5).solver == "fbf"
     with pytest.raises(InvalidInputError, match="beta > 0"):

@@ -93,10 +93,11 @@ def learn_command(
         help="Learned graph as a topokit network file (feeds `topokit design`).",
     ),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the graph to this PNG."),
-    solver: str = typer.Option("auto", "--solver", help="auto, pdhg, fbf or cvxpy."),
+    solver: str = typer.Option("auto", "--solver", help="auto, dual-newton, pdhg, fbf or cvxpy."),
     tol: float | None = typer.Option(
         None, "--tol",
-        help="Solver tolerance (default: 1e-12 duality gap for pdhg, 1e-8 residual for fbf).",
+        help="Solver tolerance (default: 1e-16 duality gap for dual-newton and pdhg, 1e-8 "
+             "residual for fbf).",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
