@@ -198,6 +198,10 @@ def calibrate_command(
     cv: int = typer.Option(5, "--cv", help="Cross-validation folds (over topologies)."),
     positive: bool = typer.Option(False, "--positive", help="Coefficients >= 0."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split."),
+    refit: str = typer.Option(
+        None, "--refit",
+        help="Refit a TrainingTimePredictor instead of eq. (15)'s form: 'default' (topokit's) "
+             "or its JSON file; every run counts, never-reached ones censored."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Fit the global-iterate predictor on measured runs and write it as JSON.
@@ -211,8 +215,11 @@ def calibrate_command(
 
     check_output_option(output)
     check_seed_option(seed)
+    if refit is not None and (noise_variance or positive):
+        raise InvalidInputError("--noise-variance and --positive fit eq. (15)'s form; drop them "
+                                "with --refit")
     result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
-                       positive=positive, seed=seed)
+                       positive=positive, seed=seed, predictor=refit)
     result.save(output)
     if as_json:
         print_json({**result.to_dict(), "output": str(output)})

@@ -29,7 +29,7 @@ from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from ..training.core import check_accuracy_threshold
 from .predictor import GlobalIteratePredictor
 
-__all__ = ["calibrate", "CalibrationResult", "CALIBRATION_COLUMNS"]
+__all__ = ["calibrate", "leave_network_out", "CalibrationResult", "CALIBRATION_COLUMNS"]
 
 #: Columns :func:`calibrate` needs.
 CALIBRATION_COLUMNS = ("topology", "target", "hitting_time", "phi", "local_iterate",
@@ -94,7 +94,15 @@ class CalibrationResult:
 
     @property
     def coefficients(self) -> dict[str, float]:
-        """Fitted coefficients by feature name, and the intercept."""
+        """Fitted coefficients by feature name, and the intercept.
+
+        For a :class:`~topokit.design.TrainingTimePredictor`, those of its
+        rounds model (log rounds on standardised, oriented features).
+        """
+        if not isinstance(self.predictor, GlobalIteratePredictor):
+            named = dict(zip(self.predictor.features, self.predictor.rounds_coef_.tolist(),
+                             strict=True))
+            return {**named, "intercept": float(self.predictor.rounds_intercept_)}
         data = self.predictor.to_dict()
         named = dict(zip(data["features"], data["coef"], strict=True))
         return {**named, "intercept": data["intercept"]}
@@ -295,6 +303,7 @@ def calibrate(
     cv: int = 5,
     positive: bool = False,
     seed: int = 0,
+    predictor: Any = None,
 ) -> CalibrationResult:
     """Fit the global-iterate predictor on measured runs.
 
@@ -317,6 +326,14 @@ def calibrate(
         Constrain the coefficients to be >= 0.
     seed : int, default 0
         Shuffles the folds.
+    predictor : "default", path or TrainingTimePredictor, optional
+        Refit this :class:`~topokit.design.TrainingTimePredictor` (its
+        features, settings and hyper-parameters) instead of eq. (15)'s form:
+        on every run of the target, those that never reached it included
+        (censored at the longest run's rounds), from the runs table's feature
+        columns.  ``r2`` and ``cv_rmse`` are then NaN (rounds may be
+        infinite); the Spearman correlations rank never-reached runs slowest.
+        ``use_noise_variance`` and ``positive`` do not apply.
 
     Returns
     -------
@@ -334,6 +351,8 @@ def calibrate(
     cv = check_int_at_least(cv, "cv", minimum=2)
     if seed is not None:  # the folds' KFold takes seeds below 2**32
         seed = check_int(seed, "seed", low=0, high=2**32 - 1)
+    if predictor is not None:
+        return _calibrate_time_predictor(frame, predictor, target, cv, seed)
     chosen = _select_target(frame, target)
     sample = _usable_runs(chosen, _features(use_noise_variance))
     predictor = GlobalIteratePredictor(use_noise_variance=use_noise_variance, positive=positive)
@@ -357,4 +376,159 @@ def calibrate(
         spearman_paper=_correlation(paper, measured_time, "spearman"),
         spearman_fitted=_correlation(predictor.predict(sample.X) * L, measured_time, "spearman"),
         spearman_fitted_cv=_correlation(folds.predictions * L, measured_time, "spearman"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The fitted training-time predictor: refit and leave-network-out evaluation
+# ---------------------------------------------------------------------------------------------
+
+def _time_predictor(predictor: Any):
+    """A TrainingTimePredictor (unfitted clone) from a name, a path or an object."""
+    from sklearn.base import clone
+
+    from .time_predictor import TrainingTimePredictor, load_predictor
+
+    model = load_predictor(predictor)
+    if not isinstance(model, TrainingTimePredictor):
+        raise InvalidInputError(
+            "leave_network_out and calibrate(predictor=...) refit a TrainingTimePredictor "
+            f"('default', its file or object); got {type(model).__name__}"
+        )
+    return clone(model)
+
+
+def _censored_rows(chosen: _TargetRuns, features: tuple[str, ...]) -> pd.DataFrame:
+    """The target's runs with finite features; ``rounds`` is inf where never reached."""
+    missing = [c for c in (*features, "local_iterate", "measured_rounds", "hitting_time", "phi")
+               if c not in chosen.rows.columns]
+    if missing:
+        raise InvalidInputError(
+            f"the runs table lacks column(s) {', '.join(missing)}; runs of topokit validate "
+            "0.2 or later have them"
+        )
+    rows = chosen.rows[np.isfinite(chosen.rows[list(features)].to_numpy(float)).all(axis=1)]
+    return rows.assign(rounds=rows["measured_rounds"].fillna(np.inf).to_numpy(float))
+
+
+def _fit_time_predictor(model, rows: pd.DataFrame):
+    """``model`` fitted on ``rows``; its horizon is the longest run's round count."""
+    horizon = float(rows["rounds_run"].max()) if "rounds_run" in rows.columns else model.horizon
+    model.set_params(horizon=horizon)
+    return model.fit(rows[list(model.features)].to_numpy(float), rows["rounds"].to_numpy())
+
+
+def _censored_rank(predicted: NDArray, measured: NDArray) -> float:
+    from .validation import _censored_spearman
+
+    return _censored_spearman(np.asarray(predicted, float), np.asarray(measured, float))
+
+
+def leave_network_out(runs, predictor: Any = "default", *, target: float | None = None,
+                      by: tuple[str, ...] = ("network",)) -> pd.DataFrame:
+    """How well a TrainingTimePredictor ranks topologies on networks it was not fitted on.
+
+    For every network of the runs table, a clone of ``predictor`` is refitted
+    on the runs of the *other* networks and predicts this network's runs.
+    Within each group of ``by`` (the network, and e.g. ``"skewness"`` when the
+    table has such a column), the Spearman correlation of predicted and
+    measured time-to-target (rounds x L) is computed with runs that never
+    reached the target ranked slowest (on both sides: a prediction of
+    ``inf`` means "never"), next to eq. (15)'s on the same runs.
+
+    Parameters
+    ----------
+    runs : DataFrame, ValidationResult or path
+        Runs of :func:`topokit.validate` on several networks (column
+        ``network``), with the feature columns
+        (:data:`topokit.design.validation.FEATURE_COLUMNS`).
+    predictor : "default", path or TrainingTimePredictor, default "default"
+        What to refit (its features, settings and hyper-parameters).
+    target : float, optional
+        Default: the highest target of the table.
+    by : tuple of str, default ("network",)
+        The groups whose topologies are ranked; must include ``"network"``.
+
+    Returns
+    -------
+    DataFrame
+        One row per group: its keys, ``n_runs``, ``n_never`` (runs that
+        never reached the target), ``n_never_predicted``, ``spearman`` (the
+        refitted predictor) and ``spearman_paper`` (eq. 15).
+    """
+    frame = _read_runs(runs)
+    by = tuple(by)
+    if "network" not in by or any(column not in frame.columns for column in by):
+        raise InvalidInputError(
+            f"by must name columns of the runs table including 'network'; got {by!r}"
+        )
+    model = _time_predictor(predictor)
+    rows = _censored_rows(_select_target(frame, target), tuple(model.features))
+    networks = rows["network"].unique()
+    if len(networks) < 2:
+        raise InvalidInputError(
+            "leave-network-out needs runs of at least 2 networks (column 'network'); got "
+            f"{len(networks)}"
+        )
+    results = [_held_out(model, rows, network, by) for network in networks]
+    return pd.concat(results, ignore_index=True)
+
+
+def _held_out(model, rows: pd.DataFrame, network: Any, by: tuple[str, ...]) -> pd.DataFrame:
+    """Refit without ``network``, predict its runs, rank them group by group."""
+    from sklearn.base import clone
+
+    held = rows["network"] == network
+    fitted = _fit_time_predictor(clone(model), rows[~held])
+    test = rows[held]
+    predicted = fitted.predict(test[list(model.features)].to_numpy(float))
+    paper = GlobalIteratePredictor().predict(test[["hitting_time", "phi"]].to_numpy(float))
+    test = test.assign(predicted_time=predicted * test["local_iterate"].to_numpy(float),
+                       paper_time=paper * test["local_iterate"].to_numpy(float),
+                       measured=test["rounds"] * test["local_iterate"].to_numpy(float),
+                       never_predicted=~np.isfinite(predicted))
+    records = []
+    for keys, group in test.groupby(list(by), sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        records.append({
+            **dict(zip(by, keys, strict=True)), "n_runs": len(group),
+            "n_never": int(np.isinf(group["rounds"]).sum()),
+            "n_never_predicted": int(group["never_predicted"].sum()),
+            "spearman": _censored_rank(group["predicted_time"], group["measured"]),
+            "spearman_paper": _censored_rank(group["paper_time"], group["measured"]),
+        })
+    return pd.DataFrame(records)
+
+
+def _calibrate_time_predictor(frame: pd.DataFrame, predictor: Any, target: float | None,
+                              cv: int, seed: int) -> CalibrationResult:
+    """:func:`calibrate` with ``predictor``: refit a TrainingTimePredictor on every run."""
+    from sklearn.base import clone
+
+    model = _time_predictor(predictor)
+    rows = _censored_rows(_select_target(frame, target), tuple(model.features))
+    chosen_target = float(rows["target"].iloc[0]) if len(rows) else float("nan")
+    fitted = _fit_time_predictor(clone(model), rows)
+    groups = rows["topology"].astype(str).to_numpy()
+    folds = min(cv, len(np.unique(groups)))
+    out_of_fold = np.full(len(rows), np.nan)
+    for train_rows, test_rows in (_topology_folds(groups, folds, seed) if folds >= 2 else []):
+        try:
+            fold = _fit_time_predictor(clone(model), rows.iloc[train_rows])
+        except InvalidInputError:  # no run of the fold reached the target: nothing to fit
+            continue
+        out_of_fold[test_rows] = fold.predict(rows.iloc[test_rows][list(model.features)]
+                                              .to_numpy(float))
+    L = rows["local_iterate"].to_numpy(float)
+    measured = rows["rounds"].to_numpy(float) * L
+    features = rows[list(model.features)].to_numpy(float)
+    paper = GlobalIteratePredictor().predict(rows[["hitting_time", "phi"]].to_numpy(float))
+    return CalibrationResult(
+        predictor=fitted, target=chosen_target, n_runs=int(len(rows)),
+        n_censored=int(np.isinf(rows["rounds"]).sum()),
+        n_topologies=int(len(np.unique(groups))), r2=float("nan"), cv_rmse=float("nan"),
+        cv_rmse_std=float("nan"), cv_folds=folds if folds >= 2 else 0,
+        spearman_paper=_censored_rank(paper * L, measured),
+        spearman_fitted=_censored_rank(fitted.predict(features) * L, measured),
+        spearman_fitted_cv=_censored_rank(out_of_fold * L, measured),
     )
