@@ -35,7 +35,8 @@ from ._checks import check_int
 from ._io import atomic_path, atomic_paths, claim_parts_dir
 from .errors import InvalidInputError
 
-__all__ = ["JobResult", "run_resumable", "parts_dir_of", "part_path", "check_n_jobs"]
+__all__ = ["JobResult", "run_resumable", "parts_dir_of", "part_path", "check_n_jobs",
+           "check_scheduler"]
 
 Task = TypeVar("Task")
 Progress = Callable[[int, int], Any]
@@ -147,15 +148,39 @@ def _indexed_piece(k: int, worker, task, paths) -> tuple[int, Frames]:
     return k, _run_piece(worker, task, paths)
 
 
+def check_scheduler(scheduler: Any) -> str | None:
+    """A Dask scheduler address (``tcp://host:8786`` or ``host:8786``), or None."""
+    if scheduler is None:
+        return None
+    if not isinstance(scheduler, str) or not scheduler.strip() or any(
+            c.isspace() for c in scheduler.strip()):
+        raise InvalidInputError(
+            f"scheduler must be a Dask scheduler address such as tcp://host:8786; got "
+            f"{scheduler!r}"
+        )
+    return scheduler.strip()
+
+
+def _dask_client(scheduler: str):
+    """A client of the scheduler; a scheduler that cannot be reached is the user's to fix."""
+    from dask.distributed import Client
+
+    try:
+        return Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise InvalidInputError(
+            f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: {exc}); "
+            "start one (dask scheduler) or run without a scheduler"
+        ) from None
+
+
 def _execute(calls: Iterator[tuple], n_jobs: int, scheduler: str | None) -> Iterator[tuple]:
     """Yield ``(k, frames)`` for every call, in the order they finish."""
     import joblib
 
     if scheduler:
-        from dask.distributed import Client
-
         jobs = (joblib.delayed(_indexed_piece)(*call) for call in calls)
-        with Client(scheduler), joblib.parallel_config(backend="dask"):
+        with _dask_client(scheduler), joblib.parallel_config(backend="dask"):
             yield from joblib.Parallel(return_as="generator_unordered")(jobs)
     elif n_jobs == 1:  # in this process: no pickling, and monkeypatching works in tests
         yield from (_indexed_piece(*call) for call in calls)

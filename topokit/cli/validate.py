@@ -134,6 +134,8 @@ def validate_command(
         help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor; "
              "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
+    scheduler: str = typer.Option(
+        None, "--scheduler", help="Dask scheduler address: train on that cluster."),
     output: Path = typer.Option(..., "--output", "-o", help="Parquet file of the runs."),
     plot: Path = typer.Option(None, "--plot", help="Scatter of predicted against measured (PNG)."),
     restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's pieces."),
@@ -147,6 +149,7 @@ def validate_command(
     and spread over trials and the Spearman / Pearson correlations.  An
     interrupted run resumes when called again with the same arguments.
     """
+    from .._jobs import check_scheduler
     from ..design.time_predictor import load_predictor
     from ..design.validation import validate
 
@@ -154,6 +157,7 @@ def validate_command(
     check_output_option(output)
     check_seed_option(seed)
     check_jobs_option(n_jobs)
+    check_scheduler(scheduler)
     if skewness is not None:
         check_real(skewness, "--skewness", low=0, high=1)
     net = resolve_network(network, example)
@@ -163,6 +167,7 @@ def validate_command(
         train_kwargs["partition"] = skewness
     arguments = dict(topologies=topologies, dataset=dataset, targets=parse_targets(targets),
                      trials=trials, seed=seed, predictor=model, n_jobs=n_jobs, output=output,
+                     scheduler=scheduler,
                      resume=not restart, **train_kwargs)
     with reporting_progress("training runs", quiet=as_json) as report:
         result = validate(net, progress=report, **arguments)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_fits_in_memory, check_int, check_output_path
-from .._jobs import run_resumable
+from .._jobs import check_scheduler, run_resumable
 from .._random import keyed_rng, sample_connected_edges
 from ..errors import InputFileNotFoundError, InvalidInputError, TopokitError
 from ..kernels import hitting_time_and_gap
@@ -310,7 +310,7 @@ def batch_analyze(
     Raises
     ------
     InvalidInputError
-        A bad ``chunk_size`` or ``n_jobs``, an ``output`` that cannot be
+        A bad ``chunk_size``, ``n_jobs`` or ``scheduler``, an ``output`` that cannot be
         written (a file where a folder belongs), chunks too large for memory,
         or a parts folder of another job (a directory batch is identified by
         its files' contents: an edited file makes a new job).
@@ -324,6 +324,7 @@ def batch_analyze(
     """
     chunk_size = check_int(chunk_size, "chunk_size", low=1)
     check_output_path(output, "output")
+    scheduler = check_scheduler(scheduler)
     plan = _plan(source, chunk_size)
     job = run_resumable(plan.spans, plan.worker, tables=("part",), outputs=(output,),
                         description=plan.description, n_jobs=n_jobs, scheduler=scheduler,

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_choice, check_int, check_int_at_least, check_output_path
-from .._jobs import check_n_jobs, run_resumable
+from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, keyed_seed, seed_sequence, spawn_generators
 from ..errors import InvalidInputError, NotFittedError
 from ..training import train
@@ -878,6 +878,7 @@ def validate(
     output: str | Path | None = None,
     resume: bool = True,
     progress: Progress | None = None,
+    scheduler: str | None = None,
     **train_kwargs,
 ) -> ValidationResult:
     """Train over several topologies and compare predicted with measured training time.
@@ -928,6 +929,10 @@ def validate(
         False discards the pieces of an interrupted run.
     progress : callable, optional
         ``progress(done, total)`` after every piece.
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``): the training runs
+        then go to that cluster through joblib's Dask backend (``n_jobs`` is
+        ignored), resumable as locally and with the same results.
     **train_kwargs
         Passed to :func:`topokit.training.train` (``rounds=200``, ``lr=0.2``,
         ``lr_decay=0.99``, ``partition`` (skewness K), ``dp``, ``model``,
@@ -968,6 +973,7 @@ def validate(
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,
                              output=output, train_kwargs=train_kwargs)
+    scheduler = check_scheduler(scheduler)
     built = _build_topologies(net, settings.specs, settings)
     config = _run_config(net, settings, built)
     pieces = _plan_pieces(net, built, settings)
@@ -977,7 +983,7 @@ def validate(
         description = _job_description(net, built, settings, config)
     job = run_resumable(pieces, _measure, tables=("runs", "curve", "timing"), outputs=outputs,
                         description=description, n_jobs=settings.n_jobs, progress=progress,
-                        resume=resume)
+                        resume=resume, scheduler=scheduler)
     return ValidationResult(frame=job.tables["runs"], curves=job.tables["curve"],
                             topologies={b.name: b.topology for b in built}, config=config,
                             timings=job.tables["timing"])
