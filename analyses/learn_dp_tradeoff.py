@@ -4,8 +4,8 @@
 
 Setting (the paper's Table IV): N_i in {50, 100, 200}, q = 0.5, I = 5, d = 20,
 delta = 1e-5 per round, C = 20, epsilon per round and per client; noise of
-Corollary 1, sigma = 2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1
-(the analytic Gaussian mechanism from 1 on); T = ROUNDS rounds with eta = ETA
+Corollary 1 (sensitivity 2 C / N_i), calibrated with the analytic Gaussian mechanism at
+every epsilon; T = ROUNDS rounds with eta = ETA
 (implicit coupling).  Tuning as in analyses/learn_tables.py, once per N and
 without DP: beta from IGL's best mean F over BETAS, then (rho, lambda) from
 PPGL-L's best mean F over RHOS x LAM_OVER_RHO; the DP runs reuse them (the
@@ -111,7 +111,7 @@ def one_release(data, params, privacy) -> tuple[float, float]:
 
 
 def epsilon_for_sigma(sigma: float, sensitivity: float) -> float:
-    """The per-round epsilon whose calibrated noise (analytic Gaussian, epsilon >= 1) is sigma."""
+    """The per-round epsilon >= 1 whose calibrated noise (analytic Gaussian) is sigma."""
     def excess(log_eps):
         return math.log(gaussian_sigma(math.exp(log_eps), DELTA, sensitivity)) - math.log(sigma)
     if excess(0.0) <= 0:

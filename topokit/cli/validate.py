@@ -181,6 +181,10 @@ def validate_command(
     console.print(_summary_table(result, f"{name}: {net.n_devices} devices, {trials} trial(s) "
                                          "per topology"))
     console.print(_correlation_table(result))
+    if not result.frame["dp_formal"].astype(bool).all():
+        from ..design.validation import NOMINAL_EPSILON_NOTE
+
+        console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
     from ..design.validation import curves_path, timings_path
 
     console.print(f"wrote {len(result.frame)} rows to {output} "

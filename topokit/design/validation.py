@@ -47,7 +47,6 @@ from .._random import SeedLike, keyed_seed, seed_sequence, spawn_generators
 from ..errors import InvalidInputError, NotFittedError
 from ..training import train
 from ..training.core import check_accuracy_threshold
-from ..training.privacy import clipped_sensitivity
 from .calibration import CALIBRATION_COLUMNS, CalibrationResult, _correlation, calibrate
 from .features import FeatureSettings, topology_features
 from .metrics import evaluate
@@ -85,7 +84,7 @@ RUN_COLUMNS = (
     "hitting_time", "spectral_gap", "phi", "n_links", "n_dp_devices", "noise_variance",
     "local_iterate", "predicted_global_iterate", "pseudo_time",
     "measured_rounds", "measured_time", "final_accuracy", "rounds_run", "stop_rule",
-    "epsilon", "stranger_pairs", "exposed_pairs",
+    "epsilon", "dp_formal", "stranger_pairs", "exposed_pairs",
     "effective_neighbours", "noise_average", "noise_disagreement", "noise_felt",
     "heterogeneity_local", "heterogeneity_neighbourhood", "heterogeneity_disagreement",
 )
@@ -293,13 +292,11 @@ def noise_variance(run) -> float:
     config = run.config
     if not run.dp_devices:
         return 0.0
-    dp = config.get("dp") or {}
-    if dp.get("sensitivity") != "clipped":
-        return float("nan")
     index = {node: k for k, node in enumerate(run.nodes)}
-    sizes = np.array([run.partition_sizes[index[node]] for node in run.dp_devices], dtype=float)
-    unit = clipped_sensitivity(1.0, dp["max_grad_norm"], np.minimum(config["batch_size"], sizes),
-                               config["local_steps"])
+    # The sensitivity each device's noise was calibrated for (NaN with sensitivity="paper").
+    unit = np.asarray(run.sensitivity, dtype=float)[[index[node] for node in run.dp_devices]]
+    if np.isnan(unit).any():
+        return float("nan")
     z = np.array([run.noise_multiplier[node] for node in run.dp_devices])
     steps = config["lr"] * config["lr_decay"] ** np.arange(config["rounds"])
     return float(np.sum((z * unit) ** 2) * np.sum(steps**2))
@@ -370,7 +367,7 @@ def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
             "measured_rounds": np.nan if rounds is None else float(rounds),
             "measured_time": np.nan if rounds is None else rounds * run.local_iterate,
             "final_accuracy": run.final_accuracy, "rounds_run": run.rounds_run,
-            "stop_rule": run.stop_rule, "epsilon": epsilon,
+            "stop_rule": run.stop_rule, "epsilon": epsilon, "dp_formal": bool(run.dp_formal),
             "stranger_pairs": metrics.stranger_pairs, "exposed_pairs": metrics.exposed_pairs,
             **features,
         })
@@ -819,6 +816,22 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
                     seed=keyed_seed(settings.seed, _OPTIMIZE, 0)).topology
 
 
+#: What validate and its CLI say of runs whose epsilon is nominal (sensitivity="paper").
+NOMINAL_EPSILON_NOTE = (
+    'runs with DPConfig(sensitivity="paper") report a nominal epsilon, not a formal DP '
+    "guarantee (noise scaled by the data's own update norm; column dp_formal is False); "
+    'use sensitivity="clipped"'
+)
+
+
+def _warn_if_nominal(runs: pd.DataFrame) -> None:
+    """Warn in the calling process: the training workers' own warnings may not reach it."""
+    from ..errors import NotAFormalGuaranteeWarning
+
+    if len(runs) and not runs["dp_formal"].astype(bool).all():
+        warnings.warn(NOMINAL_EPSILON_NOTE, NotAFormalGuaranteeWarning, stacklevel=3)
+
+
 def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
                  settings: _Settings) -> list[_Piece]:
     """One piece per (topology, trial); trial t has the same seed for every topology.
@@ -984,6 +997,7 @@ def validate(
     job = run_resumable(pieces, _measure, tables=("runs", "curve", "timing"), outputs=outputs,
                         description=description, n_jobs=settings.n_jobs, progress=progress,
                         resume=resume, scheduler=scheduler)
+    _warn_if_nominal(job.tables["runs"])
     return ValidationResult(frame=job.tables["runs"], curves=job.tables["curve"],
                             topologies={b.name: b.topology for b in built}, config=config,
                             timings=job.tables["timing"])

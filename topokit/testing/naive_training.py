@@ -59,17 +59,24 @@ def naive_train(
     for t in range(rounds):
         eta = lr * lr_decay**t
         local = [xi.copy() for xi in x]
-        for _ in range(local_steps):
+        for k in range(local_steps):
             index, weight = sampler.sample(rngs["sampling"])
             for i in range(n):
                 grads = model.per_example_gradients(
                     local[i][None], X_train[index[i]][None], y_train[index[i]][None]
                 )[0]
-                if dp and i in dp_rows and dp.sensitivity == "clipped":
+                drawn = weight[i] > 0  # the rows of this device's Poisson batch (not padding)
+                divisor = sampler.expected[i]
+                clipping = dp and i in dp_rows and dp.sensitivity == "clipped"
+                if clipping:
                     grads = clip_gradients(grads, dp.max_grad_norm)
+                    if k > 0:
+                        # later steps of a DP device: the sum over |b| rows divided by at
+                        # least |b|, so that the step is at most eta C long
+                        divisor = max(divisor, int(drawn.sum()))
                 step = np.zeros_like(local[i])
-                for b in range(grads.shape[0]):
-                    step += weight[i, b] * grads[b]
+                for b in np.flatnonzero(drawn):
+                    step += grads[b] / divisor
                 local[i] = local[i] - eta * step
         sent = []
         for i in range(n):

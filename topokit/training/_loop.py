@@ -123,7 +123,10 @@ class LocalSGD:
     Logistic regression takes the fused path: ||x||^2 of every training row
     computed once, the gradient written into a buffer kept across rounds.
     DP devices clip every per-example gradient to their bound in
-    ``plan.dp.clip`` (None: nobody clips).
+    ``plan.dp.clip`` (None: nobody clips), and from the second local step on
+    divide their clipped sum by max(B_i, |b_i|) rather than B_i
+    (``plan.dp.capped``), so that no later step moves by more than eta C: the
+    bound :func:`~topokit.training.privacy.clipped_sensitivity` proves.
     """
 
     def __init__(self, plan: TrainingPlan, shape: tuple[int, int], rng: np.random.Generator):
@@ -131,6 +134,7 @@ class LocalSGD:
         self.sampler: PoissonSampler = plan.sampler
         self.local_steps = plan.schedule.local_steps
         self.clip = plan.dp.clip
+        self.capped = plan.dp.capped
         self.rng = rng
         self.X_train, self.codes_train = plan.data.X_train, plan.data.codes_train
         self.fused = isinstance(self.model, LogisticRegression)
@@ -157,12 +161,15 @@ class LocalSGD:
 
     def __call__(self, local: NDArray[np.float64], eta: float) -> None:
         """Take the steps x <- x - eta g from ``local``, overwriting it."""
-        for _ in range(self.local_steps):
+        for k in range(self.local_steps):
+            # The first step's divisor is B_i for everyone (its bound does not need more, and
+            # with K = 1 the step stays the unbiased estimate); later DP steps are capped.
+            capped = self.capped if k > 0 else None
             if self.gather_once:
                 X_batch, y_batch = self.full_batch
-                batch_weight = self.sampler.sample_weights(self.rng)
+                batch_weight = self.sampler.sample_weights(self.rng, capped)
             else:
-                index, batch_weight = self.sampler.sample(self.rng)
+                index, batch_weight = self.sampler.sample(self.rng, capped)
                 X_batch, y_batch = self.X_train[index], self.codes_train[index]
             step = self._gradient(local, X_batch, y_batch, batch_weight)
             np.multiply(step, eta, out=self.grad)

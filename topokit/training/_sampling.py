@@ -18,7 +18,8 @@ class Minibatch(NamedTuple):
     index : ndarray of int64, shape (n_devices, width)
         Rows of the training data (padding: row 0, with weight 0).
     weight : ndarray of shape (n_devices, width)
-        1 / B_i on the rows drawn, 0 on padding.
+        1 / B_i on the rows drawn (1 / max(B_i, |b_i|) on capped devices), 0 on
+        padding.
     """
 
     index: NDArray[np.int64]
@@ -34,6 +35,12 @@ class PoissonSampler:
     real rows and 0 on padding, so that ``sum_b weight_b g_b`` is the usual
     DP-SGD estimate of the mean gradient.  When every q_i = 1 (full batch) no
     random numbers are drawn.
+
+    A device marked in ``capped`` gets weight 1 / max(B_i, |b_i|) instead,
+    |b_i| its realised batch size: its weighted sum of clipped gradients then
+    never exceeds the clipping norm, whatever the draw (the later local steps of
+    a DP device, see :func:`topokit.training.privacy.clipped_sensitivity`).
+    The draw itself is the same with or without ``capped``.
     """
 
     def __init__(self, parts: list[NDArray[np.int64]], batch_size: int):
@@ -51,19 +58,31 @@ class PoissonSampler:
         if self.full:
             self._full_batch = Minibatch(self.members, self.valid / self.expected[:, None])
 
-    def sample_weights(self, rng: np.random.Generator) -> NDArray[np.float64]:
+    def _divisors(self, counts: NDArray[np.int64], capped: NDArray[np.bool_] | None) -> NDArray:
+        """B_i for every device, max(B_i, |b_i|) for the ``capped`` ones: shape (n_devices, 1)."""
+        if capped is None:
+            return self.expected[:, None]
+        return np.where(capped, np.maximum(self.expected, counts), self.expected)[:, None]
+
+    def sample_weights(
+        self, rng: np.random.Generator, capped: NDArray[np.bool_] | None = None
+    ) -> NDArray[np.float64]:
         """The same draw as :meth:`sample`, as weights on ``members``: (n_devices, max size).
 
-        1 / B_i on the rows drawn, 0 elsewhere (and on padding); for callers
-        that compute on every row of ``members`` instead of gathering the batch.
+        1 / B_i on the rows drawn (1 / max(B_i, |b_i|) on ``capped`` devices),
+        0 elsewhere (and on padding); for callers that compute on every row of
+        ``members`` instead of gathering the batch.
         """
         if self.full:
-            return self._full_batch.weight
+            return self._full_batch.weight  # |b_i| = |D_i| = B_i: capping changes nothing
         mask = (rng.random(self.valid.shape) < self.rate[:, None]) & self.valid
-        return np.where(mask, 1.0 / self.expected[:, None], 0.0)
+        divisors = self._divisors(mask.sum(axis=1), capped)
+        return np.where(mask, 1.0 / divisors, 0.0)
 
-    def sample(self, rng: np.random.Generator) -> Minibatch:
-        """Draw one Poisson minibatch per device."""
+    def sample(
+        self, rng: np.random.Generator, capped: NDArray[np.bool_] | None = None
+    ) -> Minibatch:
+        """Draw one Poisson minibatch per device (see the class docstring for ``capped``)."""
         if self.full:
             return self._full_batch
         mask = (rng.random(self.valid.shape) < self.rate[:, None]) & self.valid
@@ -74,5 +93,5 @@ class PoissonSampler:
         index = np.zeros((mask.shape[0], width), dtype=np.int64)
         weight = np.zeros((mask.shape[0], width))
         index[rows, slots] = self.members[rows, cols]
-        weight[rows, slots] = 1.0 / self.expected[rows]
+        weight[rows, slots] = 1.0 / self._divisors(counts, capped)[rows, 0]
         return Minibatch(index, weight)

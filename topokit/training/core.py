@@ -6,8 +6,9 @@ n_params) array; no Python loop over devices):
 1. every device takes ``local_steps`` minibatch SGD steps x <- x - eta_t g
    (Algorithm 1 prints "+": a typo for gradient descent), eta_t = lr * lr_decay^t;
    minibatches are Poisson samples of expected size B_i = min(batch_size, |D_i|);
-   DP devices clip every per-example gradient to ``max_grad_norm`` first
-   (other devices take plain SGD steps);
+   DP devices clip every per-example gradient to ``max_grad_norm`` first and
+   divide the clipped sums of their second and later local steps by
+   max(B_i, |b|) (other devices take plain SGD steps);
 2. every DP device adds Gaussian noise w_i ~ N(0, sigma_t^2 I) to its result
    y_i and sends that same noisy y_i to every neighbour; its own self-term is
    the noisy y_i too (see :mod:`topokit.training.privacy`);
@@ -38,6 +39,7 @@ the :class:`TrainingRun`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +52,7 @@ from .._checks import check_int_at_least, check_nonnegative, check_real
 from .._random import SeedLike, spawn_generators
 from ..design.metrics import local_iterate
 from ..design.network import Network, Topology
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotAFormalGuaranteeWarning
 
 # Names that moved to the step modules stay importable from here ("X as X": re-exported; the
 # plain reference in topokit.testing imports ROLES, PoissonSampler and _stratified_split).
@@ -141,14 +143,28 @@ class TrainingRun:
     dp_devices : tuple
         Devices that added noise (empty when DP is off).
     epsilon : dict
-        Epsilon (at ``delta``) spent by each DP device over the rounds it ran.
+        Epsilon (at ``delta``) spent by each DP device over the rounds it ran;
+        nominal, not a guarantee, when ``dp_formal`` is False.
     noise_multiplier : dict
         sigma / Delta of each DP device.
     sampling_rate : dict
         The Poisson rate q_i the accountant used for each DP device.
     delta : float or None
     dp_formal : bool
-        False with ``sensitivity="paper"`` (the epsilon is then nominal).
+        Whether ``epsilon`` is a formal (epsilon, delta) guarantee: False with
+        ``sensitivity="paper"``, whose noise is scaled by the data's own
+        update norm (the epsilon is then nominal, and :func:`train` warned
+        with :class:`~topokit.errors.NotAFormalGuaranteeWarning`); True
+        otherwise, also when no device adds noise (nothing is claimed).
+    sensitivity : ndarray of shape (n_devices,)
+        In node order, the l2 sensitivity each device's noise was calibrated
+        for, per unit step size: a DP device adds N(0, (z_i eta_t
+        sensitivity_i)^2) per coordinate in round t, z_i its
+        ``noise_multiplier``.  2 C (1/B_i + K - 1) for a clipping DP device
+        (:func:`topokit.training.privacy.clipped_sensitivity`), 0 for a
+        device that adds no noise (all 0 when DP is off), NaN for a DP device
+        with ``sensitivity="paper"`` (its Delta_t is measured from the data
+        every round, so no bound holds).
     partition_sizes : tuple of int
     config : dict
         The arguments of :func:`train` (JSON-able).
@@ -169,6 +185,7 @@ class TrainingRun:
     sampling_rate: dict = field(default_factory=dict)
     delta: float | None = None
     dp_formal: bool = True
+    sensitivity: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     partition_sizes: tuple = ()
     config: dict = field(default_factory=dict)
     final_params: NDArray[np.float64] | None = None
@@ -243,6 +260,8 @@ class TrainingRun:
             "sampling_rate": {str(k): v for k, v in self.sampling_rate.items()},
             "delta": self.delta,
             "dp_formal": self.dp_formal,
+            # NaN (``sensitivity="paper"``) as null: strict JSON has no NaN.
+            "sensitivity": [None if np.isnan(v) else float(v) for v in self.sensitivity],
             "partition_sizes": list(self.partition_sizes),
             "config": self.config,
         }
@@ -266,6 +285,19 @@ def _resolve_convergence(convergence: Convergence | str | None) -> Convergence |
             f"convergence must be a Convergence, 'paper' or None; got {convergence!r}"
         )
     return convergence
+
+
+def _warn_if_nominal(dp_config: DPConfig | None, topology: Topology) -> None:
+    """Warn, once per run, when the run's epsilon will not be a formal guarantee."""
+    if dp_config is None or dp_config.formal or not topology.dp_devices:
+        return
+    warnings.warn(
+        f'DPConfig(sensitivity="{dp_config.sensitivity}") scales the noise by the data\'s own '
+        "update norm (Algorithm 1's rule): the reported epsilon is nominal, not a formal "
+        'privacy guarantee (TrainingRun.dp_formal is False); use sensitivity="clipped" for one',
+        NotAFormalGuaranteeWarning,
+        stacklevel=3,
+    )
 
 
 def _config_dict(**kwargs) -> dict[str, Any]:
@@ -327,8 +359,10 @@ def train(
         1 literally (one sampled minibatch, one gradient, per round); the
         paper's experiments use 5 local epochs of batch 64 (Appendix D).
         With DP, K > 1 steps use the conservative sensitivity 2 eta C
-        (1/B + K - 1) and no subsampling amplification (see
-        :mod:`topokit.training.privacy`).
+        (1/B + K - 1), divide the later steps' clipped sums by max(B, |b|)
+        (what that bound needs; see
+        :func:`topokit.training.privacy.clipped_sensitivity`) and claim no
+        subsampling amplification.
     batch_size : int, default 64
         Expected Poisson minibatch size B (capped at the device's data size).
     dp : DPConfig, None or False
@@ -362,6 +396,12 @@ def train(
         On an invalid topology, labels that do not match the data, more
         devices than training samples, or out-of-range settings.
 
+    Warns
+    -----
+    NotAFormalGuaranteeWarning
+        Once per run, when DP devices use ``DPConfig(sensitivity="paper")``:
+        the run's epsilon is then nominal (``TrainingRun.dp_formal`` False).
+
     Examples
     --------
     >>> from topokit.examples import load_example
@@ -382,6 +422,7 @@ def train(
     if progress is not None and progress is not False and not callable(progress):
         raise InvalidInputError("progress must be a callable progress(done, total) or None")
     dp_config = resolve_dp(dp, topology)
+    _warn_if_nominal(dp_config, topology)
     partitioner = make_partitioner(partition)
     rngs = spawn_generators(seed, ROLES)
     plan = plan_training(
@@ -426,6 +467,7 @@ def _assemble_run(
         sampling_rate=account.sampling_rate,
         delta=dp_config.delta if dp_config else None,
         dp_formal=dp_config.formal if dp_config else True,
+        sensitivity=plan.dp.device_sensitivity(plan.n_devices),
         partition_sizes=tuple(int(s) for s in plan.sampler.sizes),
         config=config,
         final_params=course.final_params,

@@ -1,25 +1,30 @@
 """Differential privacy of the DP devices in D-PSGD (DeepPrivacy, Algorithm 1).
 
-A DP device releases one message per round, y_i = x_i - eta_t * (clipped
-local update) + w_i with w_i ~ N(0, sigma_t^2 I), and sends that same y_i to
-every neighbour (its own self-term too).  This module holds the configuration
-and the three numbers behind w_i:
+A DP device releases one message per round, y_i = x_i - (its K local steps) +
+w_i with w_i ~ N(0, sigma_t^2 I), and sends that same y_i to every neighbour
+(its own self-term too).  This module holds the configuration and the three
+numbers behind w_i:
 
 Sensitivity (``sensitivity="clipped"``, the default)
-    Every per-example gradient is clipped to l2 norm C = ``max_grad_norm`` and
-    the minibatch gradient is the clipped sum divided by the expected batch
-    size B_i = min(batch_size, |D_i|).  Replacing one example changes one
-    averaged step by at most 2 eta C / B_i (replace-one).  With K =
-    ``local_steps`` > 1 the later steps are taken at parameters that already
-    differ, and without a smoothness assumption each can move by 2 eta C, so
-    the bound used is Delta = 2 eta C (1/B_i + K - 1): valid, but large; keep
-    K = 1 for DP runs.
+    Every per-example gradient is clipped to l2 norm C = ``max_grad_norm``.
+    The first local step divides the clipped sum by the expected batch size
+    B_i = min(batch_size, |D_i|) (the usual DP-SGD estimate of the mean
+    gradient); every later step (K = ``local_steps`` > 1) divides it by
+    max(B_i, |b|), |b| the size of the Poisson batch drawn, so that no later
+    step moves by more than eta C, whatever the batch.  Then one round's
+    message moves by at most Delta_t = 2 eta_t C (1/B_i + K - 1) when one
+    example of the device changes (proof: :func:`clipped_sensitivity`): the
+    first step by 2 eta C / B_i, each later one by at most 2 eta C more,
+    without any smoothness of the loss.  Valid, but large for K > 1: keep K =
+    1 for DP runs.  ``TrainingRun.sensitivity`` reports Delta_t / eta_t of
+    every device (0 for the others).
 
 Noise multiplier z = sigma_t / Delta_t (constant over rounds, since both scale with eta_t)
     ``per="round"``: each round on its own is (epsilon, delta)-DP, as the paper
     does (Proposition 1): z = :func:`topokit.dp.gaussian_sigma` (epsilon,
-    delta, 1) -- the classic sqrt(2 ln(1.25/delta)) / epsilon below epsilon =
-    1 and the analytic Gaussian mechanism from epsilon = 1 on.
+    delta, 1), the analytic Gaussian mechanism by default (the smallest valid
+    noise at every epsilon; ``method="classic"`` gives sqrt(2 ln(1.25/delta))
+    / epsilon, valid below epsilon = 1).
     ``per="run"``: z is the smallest multiplier whose ``rounds`` releases
     spend (epsilon, delta) in total (:func:`topokit.dp.noise_multiplier_for_run`),
     calibrated with the chosen ``accountant`` (PLD, being tighter, gives less
@@ -33,18 +38,23 @@ Accounting
     q_i = min(1, batch_size / |D_i|) -- the training core samples minibatches
     by Poisson sampling for exactly this reason -- and with q_i = 1 (no
     amplification claimed) when ``amplification=False`` or ``local_steps > 1``.
-    dp-accounting's subsampling analysis is for add/remove-one neighbours; z is
-    measured against the replace-one Delta, which is twice the add/remove one,
-    so the reported epsilon is conservative for add/remove-one neighbours.
-    With q_i = 1 it holds for replace-one neighbours as well.
+    Neighbouring datasets of a device differ in one example; q_i, B_i and the
+    noise are parameters of the mechanism, computed from |D_i|, which is treated
+    as public (as DP-SGD does).  With q_i < 1 (K = 1 only),
+    dp-accounting's subsampling analysis is for add/remove-one neighbours, for
+    which one step moves by at most eta C / B_i = Delta_t / 2, so the reported
+    epsilon holds for them with room to spare; with q_i = 1 it holds for
+    replace-one and add/remove-one neighbours alike.
 
 ``sensitivity="paper"``
     Algorithm 1's data-dependent rule Delta_t = 2 eta_t ||g_i^t|| (no
     clipping; we use 2 ||local update|| so that it also covers K > 1).  The
     noise then depends on the data itself and the gradient norm is unbounded:
     this is **not** a formal DP guarantee.  It is kept to reproduce the
-    paper; its reported epsilon is nominal and ``TrainingRun.dp_formal`` is
-    False.
+    paper; its reported epsilon is nominal, ``TrainingRun.dp_formal`` is
+    False, ``TrainingRun.sensitivity`` is NaN for its DP devices, and
+    :func:`~topokit.training.train` warns with
+    :class:`~topokit.errors.NotAFormalGuaranteeWarning`.
 """
 
 from __future__ import annotations
@@ -100,7 +110,7 @@ class DPConfig:
     accountant : {"rdp", "pld"}, default "rdp"
     method : {"auto", "classic", "analytic"}, default "auto"
         Gaussian calibration of ``per="round"`` (see
-        :func:`topokit.privacy.gaussian_sigma`).
+        :func:`topokit.dp.gaussian_sigma`).
     amplification : bool, default True
         Account with the Poisson sampling rate (privacy amplification by
         subsampling); False accounts every round as a full-data release.
@@ -152,10 +162,90 @@ class DPConfig:
 def clipped_sensitivity(
     lr: float, max_grad_norm: float, batch_size: NDArray | float, local_steps: int = 1
 ) -> NDArray | float:
-    """Replace-one l2 sensitivity of one round's update: 2 eta C (1/B + K - 1).
+    """l2 sensitivity of one round's message of a clipping DP device: 2 eta C (1/B + K - 1).
 
-    ``batch_size`` is the expected batch size B_i (the divisor of the clipped
-    sum); with one local step (K = 1) this is the usual 2 eta C / B.
+    Parameters
+    ----------
+    lr : float
+        The round's step size eta (1.0 gives the sensitivity per unit step).
+    max_grad_norm : float
+        The clipping norm C.
+    batch_size : float or ndarray
+        The expected Poisson batch size B = min(batch_size, |D_i|) of the device
+        (the first step's divisor).
+    local_steps : int, default 1
+        K.
+
+    Returns
+    -------
+    float or ndarray
+        Delta = 2 eta C (1/B + K - 1); the usual 2 eta C / B with K = 1.
+
+    Notes
+    -----
+    **The mechanism**, as :class:`~topokit.training._loop.LocalSGD` runs it for
+    a DP device: from the parameters x_0 it holds at the start of the round,
+    it takes K steps
+
+    .. math::
+
+        x_k = x_{k-1} - \\eta\\, u_k, \\qquad
+        u_k = \\frac{1}{d_k} \\sum_{r \\in b_k} \\mathrm{clip}_C\\big(g_r(x_{k-1})\\big),
+
+    with b_k its k-th Poisson batch (each row drawn independently with
+    probability q = min(1, B / |D|)), clip_C(g) = g min(1, C / ||g||), and
+    divisors d_1 = B, d_k = max(B, |b_k|) for k >= 2; it sends x_K plus noise.
+
+    **Claim.** Let D and D' differ in one example: row j replaced
+    (replace-one), or one row added (add/remove-one), with the same q and B
+    on both (parameters of the mechanism, computed from |D_i|, which is
+    treated as public, as DP-SGD does).  Couple the two runs: the same x_0 and the
+    same draws for the rows they share (the added row's draw is independent of
+    the rest, so this coupling has the right law on both sides).  Then, for
+    every draw, ||x_K - x'_K|| <= 2 eta C (1/B + K - 1), and with K = 1 the
+    add/remove-one difference is at most eta C / B.
+
+    **Proof.** (i) Every later step is short: for k >= 2,
+    ||u_k|| <= |b_k| C / max(B, |b_k|) <= C, whatever the batch and wherever
+    the trajectory is; likewise ||u'_k|| <= C.
+    (ii) The first step: both runs start at x_0 and draw the same shared rows.
+    If the changed row is not drawn, u_1 = u'_1.  If it is, the two sums
+    differ in that row's term only and have the same divisor d_1 = B, so
+    ||x_1 - x'_1|| = eta ||clip_C(g_j) - clip_C(g'_j)|| / B <= 2 eta C / B
+    (replace-one), or eta ||clip_C(g_j)|| / B <= eta C / B (add/remove-one).
+    (iii) For k >= 2, x_k - x'_k = (x_{k-1} - x'_{k-1}) - eta (u_k - u'_k),
+    so by (i) ||x_k - x'_k|| <= ||x_{k-1} - x'_{k-1}|| + 2 eta C.
+    Summing, ||x_K - x'_K|| <= 2 eta C / B + 2 eta C (K - 1).  No smoothness
+    of the loss is used: the trajectories may move apart arbitrarily within
+    these norms.  QED.
+
+    Dividing the later steps by B instead would let a batch of |b_k| > B rows
+    move by eta C |b_k| / B > eta C, and the bound fails for non-smooth
+    losses (``tests/test_dp_sensitivity.py`` builds such a case).  The first
+    step keeps d_1 = B: (ii) does not depend on |b_1|, the step stays the
+    unbiased estimate of the mean clipped gradient, and runs with K = 1 are
+    unchanged by the cap.
+
+    **From sensitivity to privacy.**  Given the draws, the message is a
+    Gaussian mechanism of sensitivity at most Delta and noise std z Delta;
+    the draws do not depend on the data, so the round is a mixture, with the
+    same weights on D and D', of mechanisms each dominated by the pair
+    N(0, z^2), N(1, z^2) -- and so is the mixture (joint convexity of the
+    hockey-stick divergence).  That pair is what the accountant composes with
+    q = 1; earlier rounds enter only through x_0, which depends on the
+    device's data through its earlier noisy messages alone (adaptive
+    composition).  With K = 1 and q < 1 the accountant composes the
+    Poisson-subsampled Gaussian for add/remove-one neighbours, which needs,
+    for every draw of the other rows, a message difference of at most Delta
+    when the added row is drawn (Zhu, Dong & Wang, AISTATS 2022, Poisson
+    subsampling of a dominated mechanism): (ii) gives eta C / B = Delta / 2.
+
+    Examples
+    --------
+    >>> float(clipped_sensitivity(0.2, 1.0, 64))   # 2 eta C / B
+    0.00625
+    >>> float(clipped_sensitivity(1.0, 1.0, 64, local_steps=3))   # 2 (1/64 + 2)
+    4.03125
     """
     batch = np.asarray(batch_size, dtype=np.float64)
     return 2.0 * lr * max_grad_norm * (1.0 / batch + (local_steps - 1))
@@ -255,6 +345,28 @@ class DPPlan:
     def active(self) -> bool:
         """True when at least one device adds noise."""
         return len(self.rows) > 0
+
+    @property
+    def capped(self) -> NDArray[np.bool_] | None:
+        """Devices whose later local steps divide by max(B_i, |b|): those that clip.
+
+        Shape (n_devices,); None when nobody clips.  See :func:`clipped_sensitivity`.
+        """
+        return None if self.clip is None else np.isfinite(self.clip)
+
+    def device_sensitivity(self, n_devices: int) -> NDArray[np.float64]:
+        """Delta_i / eta_t of every device in node order: shape (n_devices,).
+
+        The l2 sensitivity at step size 1 that each device's noise is calibrated
+        for (sigma_t = z_i eta_t times it): :attr:`unit_sensitivity` on the
+        noisy devices, 0 on the others (they add no noise), NaN on the noisy
+        devices with ``sensitivity="paper"`` (Delta_t is measured from the
+        data every round, so no bound holds).
+        """
+        out = np.zeros(n_devices)
+        if self.active:
+            out[self.rows] = np.nan if self.unit_sensitivity is None else self.unit_sensitivity
+        return out
 
     def noise_std(
         self, eta: float, local: NDArray[np.float64], params: NDArray[np.float64]
