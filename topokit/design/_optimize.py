@@ -63,8 +63,14 @@ __all__ = ["optimize"]
 REFERENCE_DESIGNS = ("ndlf", "dlfdp", "erg", "autotag")
 
 #: Up to this many devices AutoTag's design and snapshots are starts (beyond, exact
-#: AutoTag takes minutes to hours; see the Notes of :func:`topokit.autotag`).
+#: AutoTag takes minutes to hours; see the Notes of :func:`topokit.autotag`), and the
+#: local search runs to a local optimum by default.
 MAX_AUTOTAG_DEVICES = 128
+
+#: The default evaluation budget of each search beyond :data:`MAX_AUTOTAG_DEVICES`
+#: devices: one pass over the O(|V|^2) moves would take hours there (a topology of
+#: 1,000 devices takes about 0.6 s to predict on one core).
+LARGE_NETWORK_EVALUATIONS = 200
 
 # A move must lower the predicted time by more than this fraction: float noise is no gain.
 _RTOL = 1e-9
@@ -354,8 +360,11 @@ def optimize(
     n_starts : int, default 3
         The local search runs from this many of the fastest distinct starts.
     max_evaluations : int, optional
-        Stop each search after this many predicted topologies (None: at a
-        local optimum, when a whole pass over the moves improves nothing).
+        Stop each search after this many predicted topologies.  None: at a
+        local optimum (a whole pass over the moves improves nothing) up to
+        :data:`MAX_AUTOTAG_DEVICES` devices, else after
+        :data:`LARGE_NETWORK_EVALUATIONS`; ``stats["evaluation_budget"]``
+        records the budget used.
     trust_region : bool, default True
         Take only moves whose features stay within the worst of the
         reference designs' (module notes, step 3).
@@ -432,13 +441,24 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     scores = dict(ranked)
     bound = _bound(scores) if trust_region else np.full(len(ranked[0][1].features), np.inf)
     chosen = ranked[:n_starts]
-    budget = np.iinfo(np.int64).max if max_evaluations is None else int(max_evaluations)
+    budget = _budget(max_evaluations, net.n_devices)
     results = _run_searches(objective, bound, chosen, starts, base_seed, budget, workers,
                             progress)
     best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
     stats = _stats(scores, chosen, results, best, started)
+    stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
     design = _design(objective, description, results[best][0], reference, stats)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
+
+
+_UNLIMITED = np.iinfo(np.int64).max
+
+
+def _budget(max_evaluations: int | None, n_devices: int) -> int:
+    """Evaluations per search (module constants; the docstring of :func:`optimize`)."""
+    if max_evaluations is not None:
+        return int(max_evaluations)
+    return _UNLIMITED if n_devices <= MAX_AUTOTAG_DEVICES else LARGE_NETWORK_EVALUATIONS
 
 
 def _base_seed(seed: SeedLike) -> int:
