@@ -158,12 +158,12 @@ def bundled_specs(limit: int = MAX_BUNDLED_DEVICES) -> tuple[list[Spec], list[di
     return kept, skipped
 
 
-def network_specs(quick: bool) -> tuple[list[Spec], list[dict]]:
+def network_specs(quick: bool, variants=VARIANTS) -> tuple[list[Spec], list[dict]]:
     if quick:
         return [Spec("toy", 6, example="toy"),
-                *generated_specs((16,), ((100, None), (102, 100.0)))], []
+                *generated_specs((16,), (variants[0], variants[2]))], []
     bundled, skipped = bundled_specs()
-    return generated_specs() + bundled, skipped
+    return generated_specs(variants=variants) + bundled, skipped
 
 
 def network_seed(name: str) -> int:
@@ -296,12 +296,12 @@ def _annotated(frame: pd.DataFrame, setting: Setting, net: topokit.Network) -> p
         pseudo_time=frame["topology"].map(lambda name: eq15[name][1]))
 
 
-def measure(quick: bool, n_jobs: int,
-            models: tuple[str, ...] = MODELS) -> tuple[pd.DataFrame, dict]:
+def measure(quick: bool, n_jobs: int, models: tuple[str, ...] = MODELS,
+            variants=VARIANTS) -> tuple[pd.DataFrame, dict]:
     """Every setting's runs, in parallel over settings; (runs, what the designs and runs cost)."""
     from joblib import Parallel, delayed
 
-    specs, skipped = network_specs(quick)
+    specs, skipped = network_specs(quick, variants)
     specs.sort(key=lambda s: -s.n_devices)  # the longest designs first: workers finish together
     skews, models = SKEWNESS, (("logreg",) if quick else models)
     trials, n_random = (2, 4) if quick else (TRIALS, N_RANDOM)
@@ -597,7 +597,20 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated subset of logreg,mlp (default: both); the "
                              "parts of each model are kept, so a later run adds the other")
+    parser.add_argument("--network-seeds", default="100,101,102,103",
+                        help="four siot seeds: two with the generator's defaults, two with "
+                             "co-location links of 100 m (default 100,101,102,103; the "
+                             "predictor corpus used 0-2)")
+    parser.add_argument("--name", default="design_benchmark",
+                        help="stem of the output files in analyses/out/")
     args = parser.parse_args()
+    try:
+        seeds = [int(s) for s in args.network_seeds.split(",")]
+    except ValueError:
+        seeds = []
+    if len(seeds) != 4 or min(seeds) < 3:
+        parser.error("--network-seeds takes four integers >= 3 (0-2 made the predictor corpus)")
+    variants = ((seeds[0], None), (seeds[1], None), (seeds[2], 100.0), (seeds[3], 100.0))
     models = tuple(m.strip() for m in args.models.split(","))
     if not models or set(models) - set(MODELS):
         parser.error(f"--models must be a comma-separated subset of {','.join(MODELS)}")
@@ -606,8 +619,8 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skewness .* needs more rows")
         check_counts(X, y)  # the partition replay still matches train's
-    runs, info = measure(args.quick, max(1, args.n_jobs), models)
-    name = "design_benchmark_quick" if args.quick else "design_benchmark"
+    runs, info = measure(args.quick, max(1, args.n_jobs), models, variants)
+    name = f"{args.name}_quick" if args.quick else args.name
     runs.to_parquet(out_path(f"{name}.parquet"))
     result = analyse(runs)
     from topokit.plotting._style import save_figure

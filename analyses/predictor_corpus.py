@@ -47,6 +47,7 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -144,7 +145,31 @@ def build_topologies(spec: NetworkSpec, quick: bool) -> dict:
         topologies[f"random-dp-{k}"] = ("random", _random_valid(net, seed, k, None))
     for k in range(n_social):
         topologies[f"random-social-{k}"] = ("random-social", _random_valid(net, seed, 100 + k, 0))
+    if not quick:
+        topologies.update(_sparse_social(net))
     return topologies
+
+
+def _sparse_social(net) -> dict:
+    """Social graphs thinned without DP: the mixing a design can lose for a shorter L.
+
+    NDLF pruned to its links of at most t seconds (the most and the least pruned that
+    stay connected) and the social spanning tree of the fastest links.  Without them the
+    corpus's sparse topologies all had DP devices, so slow mixing and DP noise came
+    together and the fit could not tell them apart.
+    """
+    from topokit.design._optimize import _pruned_social
+
+    pruned = list(_pruned_social(net).values())
+    chosen = {"pruned-least": pruned[-1], "pruned-most": pruned[0]} if pruned else {}
+    graph = nx.Graph()
+    graph.add_nodes_from(net.nodes)
+    times = net.link_times
+    graph.add_weighted_edges_from((u, v, times[net.index[u], net.index[v]])
+                                  for u, v in net.social.edges
+                                  if np.isfinite(times[net.index[u], net.index[v]]))
+    chosen["social-tree"] = topokit.Topology(list(nx.minimum_spanning_edges(graph, data=False)))
+    return {name: ("sparse-social", topology) for name, topology in chosen.items()}
 
 
 def class_counts(net, skewness: float, trial_seed: int, X, y) -> np.ndarray:
@@ -180,19 +205,28 @@ def _seed(spec: NetworkSpec) -> int:
 
 
 def _measured_runs(cell: Cell, net, trials: int, path: Path, fresh: bool) -> pd.DataFrame:
-    """validate's runs table of the cell; read from ``path`` when an earlier run wrote it."""
-    if path.exists() and not fresh:
-        frame = pd.read_parquet(path)
-        expected = {(name, t) for name in cell.topologies for t in range(trials)}
-        if set(zip(frame["topology"], frame["trial"], strict=True)) == expected:
-            return frame
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
-        return validate(
-            net, {name: topology for name, (_, topology) in cell.topologies.items()},
-            targets=TARGETS, trials=trials, seed=_seed(cell.spec), rounds=ROUNDS,
-            partition=cell.skewness, n_jobs=1, output=path,
-        ).frame
+    """validate's runs table of the cell; runs an earlier call wrote to ``path`` are reused.
+
+    A topology is trained only if ``path`` lacks some of its trials: validate seeds
+    trial t the same way whatever the other topologies, so runs of topologies added to
+    the corpus later sit beside the old ones as if trained together.
+    """
+    frame = pd.read_parquet(path) if path.exists() and not fresh else None
+    done = set() if frame is None else set(zip(frame["topology"], frame["trial"], strict=True))
+    missing = {name: topology for name, (_, topology) in cell.topologies.items()
+               if not {(name, t) for t in range(trials)} <= done}
+    kept = [] if frame is None else [frame[frame["topology"].isin(
+        [name for name in cell.topologies if name not in missing])]]
+    if missing:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="skewness .* needs more rows")
+            kept.append(validate(net, missing, targets=TARGETS, trials=trials,
+                                 seed=_seed(cell.spec), rounds=ROUNDS,
+                                 partition=cell.skewness, n_jobs=1).frame)
+        combined = pd.concat(kept, ignore_index=True)
+        combined.to_parquet(path)
+        return combined
+    return kept[0]
 
 
 def run_cell(cell: Cell, trials: int, parts: Path, fresh: bool = False) -> pd.DataFrame:
