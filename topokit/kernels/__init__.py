@@ -16,6 +16,7 @@ function                        computes
 :func:`hitting_time_and_gap`    H and the gap of a graph, fused in one kernel
 :func:`sparse_spectral_gap`     the gap of a large sparse graph (Lanczos)
 :func:`hitting_time_bounds`     H of a large sparse graph, exact or bounded
+:func:`fastest_mixing_weights`  the weights of least SLEM on a graph's links
 ==============================  ================================================
 
 The dense functions accept one matrix of shape (n, n) or a stack of shape
@@ -25,7 +26,8 @@ private kernels: :mod:`._validation` (one compiled pass of input checks),
 (H, hitting times and gap of symmetric doubly stochastic matrices, the common
 input), :mod:`._summary` (weights, H and gap fused), :mod:`._dense` (LAPACK for
 one large matrix: Cholesky and Lanczos), :mod:`._sparse` and :mod:`._large`
-(large sparse graphs).
+(large sparse graphs), :mod:`._fmmc` (fastest-mixing weights [3]_: an SDP
+for small graphs, a smoothed accelerated subgradient method beyond).
 
 A single matrix never enters Numba's thread pool: it runs on the calling
 thread (or, when large, in LAPACK).  Waking the pool costs more than the
@@ -39,6 +41,8 @@ References
    Decentralized Learning", eqs. (4), (11).
 .. [2] J. G. Kemeny and J. L. Snell, *Finite Markov Chains*, 1960, Thm. 4.4.7
    (hitting times from the fundamental matrix).
+.. [3] S. Boyd, P. Diaconis and L. Xiao, "Fastest mixing Markov chain on a
+   graph", SIAM Review 46(4):667-689, 2004.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from numpy.typing import NDArray
 
 from ..errors import InvalidInputError
 from . import _dense, _numba, _summary, _symmetric
+from ._fmmc import FastestMixing, fastest_mixing_weights
 from ._large import HittingTimeBounds, hitting_time_bounds, sparse_spectral_gap
 from ._validation import checked_adjacency, checked_matrices
 
@@ -64,6 +69,8 @@ __all__ = [
     "sparse_spectral_gap",
     "hitting_time_bounds",
     "HittingTimeBounds",
+    "fastest_mixing_weights",
+    "FastestMixing",
 ]
 
 #: Up to this many nodes, :func:`hitting_time_and_gap` of one matrix runs the fused
