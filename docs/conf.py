@@ -89,6 +89,7 @@ API_MODULES = (
     "topokit.design.batch",
     "topokit.design.validation",
     "topokit.design.calibration",
+    "topokit.design.audit",
     "topokit.training",
     "topokit.gfl",
     "topokit.learn",
@@ -99,6 +100,7 @@ API_MODULES = (
     "topokit.plotting.design",
     "topokit.plotting.gfl",
     "topokit.plotting.learn",
+    "topokit.plotting.audit",
 )
 _NOT_DOCUMENTED = {"topokit.__version__"}  # named in the text of api/topokit.rst
 

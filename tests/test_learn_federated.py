@@ -1,6 +1,5 @@
 """PPGL (Algorithm 1) with and without DP, its accounting, and the baselines."""
 
-import math
 
 import dp_accounting
 import numpy as np

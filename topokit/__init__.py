@@ -67,6 +67,8 @@ _LAZY_ATTRIBUTES = {
     "batch_analyze": ("topokit.design.batch", "batch_analyze"),
     "validate": ("topokit.design.validation", "validate"),
     "calibrate": ("topokit.design.validation", "calibrate"),
+    "privacy_audit": ("topokit.design.audit", "privacy_audit"),
+    "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
 }
 
 __all__ = [

@@ -22,6 +22,7 @@ import sys
 
 import typer
 
+from . import audit as _audit
 from . import batch as _batch
 from . import design as _design
 from . import gfl as _gfl
@@ -59,6 +60,7 @@ app.command("design")(_design.design)
 app.add_typer(_design.generate_app, name="generate")
 app.command("examples")(_design.list_examples_command)
 app.command("batch")(_batch.batch)
+app.command("audit")(_audit.audit_command)
 app.command("validate")(_validate.validate_command)
 app.command("calibrate")(_validate.calibrate_command)
 app.add_typer(_with_user_errors(_gfl.app), name="gfl")

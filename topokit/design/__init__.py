@@ -25,6 +25,7 @@ module                   what it holds
 :mod:`.batch`            metrics of many networks, resumable, local or on Dask
 :mod:`.validation`       predicted against measured training time (:func:`validate`)
 :mod:`.calibration`      :func:`calibrate`: the predictor refitted on measured runs
+:mod:`.audit`            :func:`privacy_audit`: what strangers learn through partial-DP gossip
 =======================  ===============================================================
 
 Everything public is also importable from :mod:`topokit` itself.
@@ -58,6 +59,8 @@ _LAZY_ATTRIBUTES = {
     "batch_analyze": ("topokit.design.batch", "batch_analyze"),
     "validate": ("topokit.design.validation", "validate"),
     "calibrate": ("topokit.design.validation", "calibrate"),
+    "privacy_audit": ("topokit.design.audit", "privacy_audit"),
+    "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
 }
 
 __all__ = [

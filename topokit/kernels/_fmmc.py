@@ -130,7 +130,7 @@ class FastestMixing(NamedTuple):
         max(|lambda_2|, |lambda_n|) of ``weights``, from its eigenvalues.
     lower_bound : float
         A certified lower bound on the smallest SLEM any such W can have (from
-        a dual feasible point of [1]_'s problem); ``slem - lower_bound`` bounds
+        a dual feasible point of Boyd, Diaconis and Xiao's problem); ``slem - lower_bound`` bounds
         how far ``weights`` is from optimal.
     method : str
         "sdp" or "subgradient", the solver that ran.
@@ -245,7 +245,8 @@ def _project_kernel(y, ei, ej, indptr, incident, multipliers, tol, max_sweeps):
     multipliers nu >= 0 of its dual.  Coordinate ascent on the dual: each node
     in turn takes the nu_i that makes its own sum exactly 1 (a simplex-style
     threshold over its links) or 0 if its sum is already <= 1 -- one sweep
-    cuts every node back in turn, as [1]_ (Sec. 5) does; sweeps repeat until
+    cuts every node back in turn, as Boyd, Diaconis and Xiao (2004, Sec. 5) do;
+    sweeps repeat until
     no nu_i moves by more than ``tol``.  ``multipliers`` is updated in place (a warm
     start for the next call).  Returns w and the number of sweeps.
     """
@@ -625,7 +626,8 @@ def fastest_mixing_weights(
 
     Minimises the second-largest eigenvalue modulus
     :math:`\\mu(W) = \\|W - \\mathbf{1}\\mathbf{1}^T/n\\|_2` over symmetric W with
-    W1 = 1, W >= 0 and W_ij = 0 for i != j not linked ([1]_, Sec. 1.1), i.e.
+    W1 = 1, W >= 0 and W_ij = 0 for i != j not linked (Boyd, Diaconis and Xiao,
+    2004, Sec. 1.1), i.e.
     over the edge weights of :math:`W = I - \\sum_l w_l a_l a_l^T`.  The weights
     mix at least as fast as Metropolis-Hastings or Lazy-Metropolis ones, often
     much faster.
@@ -683,7 +685,8 @@ def fastest_mixing_weights(
     Notes
     -----
     On a path of n nodes the optimum puts 1/2 on every link and its SLEM is
-    :math:`\\cos(\\pi/n)` ([2]_); on the complete graph it is W = J, SLEM 0.
+    :math:`\\cos(\\pi/n)` (Boyd, Diaconis, Sun and Xiao, 2006); on the complete
+    graph it is W = J, SLEM 0.
     Self-weights may be 0: unlike Lazy-Metropolis weights (W_ii >= 1/2),
     fastest-mixing ones are often not lazy and can have negative eigenvalues,
     so their SLEM may be set by lambda_n rather than lambda_2.  ``weights`` is
@@ -693,7 +696,8 @@ def fastest_mixing_weights(
 
     Examples
     --------
-    The path of 4 nodes ([2]_): weight 1/2 on every link, SLEM cos(pi/4).
+    The path of 4 nodes (Boyd, Diaconis, Sun and Xiao, 2006): weight 1/2 on every
+    link, SLEM cos(pi/4).
 
     >>> import networkx as nx
     >>> result = fastest_mixing_weights(nx.path_graph(4))

@@ -1,9 +1,9 @@
 """System 3: graph topology learning from smooth signals, alone or federated under privacy.
 
 Single graph: :func:`learn_graph` (the log-degree model, eq. (7) of Zhang [1]_,
-Kalofolias' model [2]_) with fast dual Newton (default), PDHG and FBF solvers or the cvxpy formulation
-:func:`log_degree_problem`; :func:`params_for_degree` picks (alpha, beta) for a
-target average degree.  Federated: :func:`learn_federated` (PPGL, Algorithm 1
+Kalofolias' model [2]_) with fast dual Newton (default), PDHG and FBF solvers or
+the cvxpy formulation :func:`log_degree_problem`; :func:`params_for_degree` picks
+(alpha, beta) for a target average degree.  Federated: :func:`learn_federated` (PPGL, Algorithm 1
 of [1]_, optional differential privacy calibrated as its Corollary 1), its cvxpy
 reference :func:`federated_problem`, and the baselines :func:`igl`,
 :func:`fedavg` and :func:`graphical_lasso`.  The figures live in

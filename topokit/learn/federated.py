@@ -27,9 +27,9 @@ one replaced signal moves the client's mean z, hence its gradient, by at most
 2 C / N_i, and its released update by 2 eta C / N_i; the noise is
 ``sigma_i = gaussian_sigma(epsilon, delta, 2 C / N_i)``, the analytic Gaussian
 mechanism at every epsilon (up to 1.4x less noise than the classic
-2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1).  epsilon is per round and per client (Table IV); the
-total over T rounds is accounted with dp-accounting (RDP and PLD) and shown
-beside basic composition (T epsilon, T delta).
+2 sqrt(2 ln(1.25/delta)) C / (epsilon N_i) below epsilon = 1).  epsilon is per
+round and per client (Table IV); the total over T rounds is accounted with
+dp-accounting (RDP and PLD) and shown beside basic composition (T epsilon, T delta).
 
 The round itself (client step, server step, stopping rule) is in
 :mod:`topokit.learn._federated_steps`; this module checks the input, calibrates

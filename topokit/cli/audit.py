@@ -1,0 +1,106 @@
+"""``topokit audit``: what every device's view of the gossip reveals of every other's data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._common import (
+    ExampleOpt,
+    JsonOpt,
+    NetworkArg,
+    check_jobs_option,
+    check_plot_path,
+    console,
+    handles_user_errors,
+    metrics_table,
+    print_json,
+    reporting_progress,
+    resolve_network,
+)
+
+__all__ = ["audit_command"]
+
+
+def _topology(net, path: Path | None):
+    """The audited topology and where it came from: the file, the stored one, or NDLF."""
+    from ..design.network import Topology
+
+    if path is not None:
+        from .design import _topology_for
+
+        return _topology_for(net, path), "given topology"
+    if net.topology is not None:
+        return net.topology, "stored topology"
+    return (Topology(net.social.edges),
+            "NDLF (the social graph, no DP device): the network stores no topology")
+
+
+def _check_options(rounds: int, noise_multiplier: float, delta: float | None, n_jobs: int,
+                   plot: Path | None) -> None:
+    """Every option, named as the user wrote it, before any work."""
+    from .._checks import check_int, check_real
+
+    check_int(rounds, "--rounds", low=1)
+    check_real(noise_multiplier, "--noise-multiplier", low=0)
+    if delta is not None:
+        check_real(delta, "--delta", low=0, high=1, closed="neither")
+    check_jobs_option(n_jobs)
+    check_plot_path(plot)
+
+
+@handles_user_errors
+def audit_command(
+    network: Path = NetworkArg,
+    example: str = ExampleOpt,
+    topology: Path = typer.Option(
+        None, "--topology", "-t",
+        help="Topology JSON, or a design JSON written by `topokit design -o` "
+             "(default: the topology stored with the network, else NDLF)."),
+    rounds: int = typer.Option(..., "--rounds", "-T", help="Rounds of gossip the observers watch."),
+    noise_multiplier: float = typer.Option(
+        1.0, "--noise-multiplier", "-z", help="Noise multiplier z of every DP device."),
+    delta: float = typer.Option(None, "--delta", help="Also report epsilon at this delta."),
+    knows_own_noise: bool = typer.Option(
+        False, "--observer-knows-own-noise",
+        help="The observer uses its own noise draws (a participating device); default: it "
+             "does not (an eavesdropper on its incoming links)."),
+    plot: Path = typer.Option(None, "--plot", help="Draw the heat map of mu (PNG, PDF, SVG)."),
+    n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Threads over observers (-1: all cores)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Network-privacy audit: mu-GDP of every device's value against every other device.
+
+    Under partial DP a device's value reaches strangers through its neighbours'
+    messages.  For every ordered pair (owner, observer) this computes exactly,
+    for linear gossip over the topology's Lazy-Metropolis matrix, how much the
+    observer's view of T rounds reveals: mu (Gaussian DP; inf: the observer
+    reads the value exactly) and, with --delta, epsilon.  Prints a summary over
+    stranger and social pairs; --json prints every pair.
+    """
+    from ..design.audit import privacy_audit
+
+    _check_options(rounds, noise_multiplier, delta, n_jobs, plot)
+    net = resolve_network(network, example)
+    chosen, source = _topology(net, topology)
+    with reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
+        audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise_multiplier,
+                              delta=delta, observer_knows_own_noise=knows_own_noise,
+                              n_jobs=n_jobs, progress=report)
+    if plot is not None:
+        from ..plotting._style import save_figure
+        from ..plotting.audit import audit_figure
+
+        save_figure(audit_figure(audit), plot)
+    if as_json:
+        print_json({"network": net.name, "topology_source": source, **audit.to_dict()})
+        return
+    knows = "use" if knows_own_noise else "do not use"
+    console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
+                  f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
+                  f"T = {rounds} rounds, z = {noise_multiplier:g}; observers {knows} their "
+                  "own noise draws", soft_wrap=True)
+    console.print(metrics_table("privacy audit", {"audit": audit.summary()}))
+    if plot is not None:
+        console.print(f"wrote plot to {plot}")

@@ -1,0 +1,368 @@
+"""The arithmetic of the network-privacy audit (:func:`topokit.design.audit.privacy_audit`).
+
+One observer k at a time (the caller runs observers in threads).  Notation of
+:mod:`topokit.design.audit`: W the Lazy-Metropolis matrix, O = N(k) the
+devices k hears, U the others (k included), q_j = z_j^2 the noise variance of
+device j (0 for k itself when k knows its own draws), T the rounds.
+
+- :func:`revealed_leverage`: which owners k can read exactly, from the
+  subspace of noise-free functionals of s that k's view determines (a
+  recursion on subspaces of R^n with one application of W per round, well
+  conditioned, unlike the powers W^t).
+- :func:`batch_information`: the Fisher information of every owner from the
+  whole view at once, through a square-root factor of C = Cov(view) computed
+  round by round from its generator (the generalised Schur algorithm: C
+  itself is never formed, so its condition number is not squared).  Cheap
+  when T |O| is small; the accurate one.
+- :func:`filter_information`: the same from a Kalman filter on the hidden
+  messages m_U (innovations, one |O| x |O| covariance per round).  Cheap when
+  k hears many devices; it works with covariances, so it refuses (and the
+  batch method takes over) when an innovation covariance is ill-conditioned.
+- :func:`observer_column`: mu_ik for every owner i, choosing the cheaper of
+  the two by a flop count.
+
+These functions trust their inputs (validated by ``privacy_audit``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+#: Singular values below this count as zero in the revealed-subspace recursion.  Every
+#: matrix there has columns of norm <= 1 (W applied to unit or orthonormal vectors), so
+#: the tolerance is absolute.  A direction kept at sigma carries errors of about
+#: 1e-16 / sigma, far below LEVERAGE_TOL.
+RANK_TOL = 1e-8
+#: An owner is exposed when the projection of e_i on the revealed subspace exceeds this.
+#: On the tests' random topologies exposed owners have >= 0.07, the others <= 1e-13.
+LEVERAGE_TOL = 1e-6
+#: Pivots of the square-root factor of the view covariance below this fraction of the
+#: largest row norm of its generator are zero (noise-free combinations of the view).
+#: Square-root quantities carry errors of about 1e-16 of that scale.
+PIVOT_RTOL = 1e-12
+#: Eigenvalues of an innovation covariance (the Kalman filter) below this fraction of
+#: the largest are zero (noise-free combinations of what k hears).
+COVARIANCE_RTOL = 1e-12
+#: An innovation covariance with an eigenvalue between COVARIANCE_RTOL and this fraction
+#: of the largest is ill-conditioned for the filter, which works with covariances (squared
+#: condition numbers): the observer goes to the square-root batch method instead.  On 80
+#: random cases (the tests' kind) the filter, so guarded, agrees with the twin to 2e-10
+#: (refusing 1 observer in 733); unguarded, only to 2e-7.
+FILTER_RCOND = 1e-8
+#: Relative costs, in dense GEMM multiply-adds, of a multiply-add in a sparse product
+#: (scipy's CSR kernels) and in the batch method's thin Householder updates; used to pick
+#: the cheaper method for each observer.
+SPARSE_COST = 6.0
+BATCH_COST = 3.0
+
+METHODS = ("batch", "filter")
+
+
+class AuditProblem(NamedTuple):
+    """What every observer's computation shares."""
+
+    weights: sp.csr_array            # W, (n, n)
+    neighbours: tuple[NDArray[np.int64], ...]  # topology neighbours of each device, sorted
+    variance: NDArray[np.float64]    # q_j = z_j^2, (n,)
+    rounds: int                      # T >= 1
+    knows_own_noise: bool            # the observer's own draws are known to it
+
+
+def observer_variance(problem: AuditProblem, k: int) -> NDArray[np.float64]:
+    """The noise variances as observer k sees them (its own draws known: q_k = 0)."""
+    if not problem.knows_own_noise:
+        return problem.variance
+    variance = problem.variance.copy()
+    variance[k] = 0.0
+    return variance
+
+
+def _null_space(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Orthonormal basis of {x : matrix x = 0} (singular values <= RANK_TOL are zero)."""
+    rows, cols = matrix.shape
+    if rows == 0:
+        return np.eye(cols)
+    _, values, vt = np.linalg.svd(matrix, full_matrices=True)
+    rank = int((values > RANK_TOL).sum())
+    return vt[rank:].T
+
+
+def _new_directions(candidates: NDArray[np.float64], basis: NDArray[np.float64]
+                    ) -> NDArray[np.float64]:
+    """Orthonormal directions of span(candidates) outside span(basis) (basis orthonormal)."""
+    for _ in range(2):  # project twice: one Gram-Schmidt pass loses orthogonality
+        candidates = candidates - basis @ (basis.T @ candidates)
+    if candidates.shape[1] == 0:
+        return candidates
+    left, values, _ = np.linalg.svd(candidates, full_matrices=False)
+    return left[:, values > RANK_TOL]
+
+
+def revealed_leverage(problem: AuditProblem, k: int) -> NDArray[np.float64]:
+    """||P_R e_i|| for every device i, R the functionals of s that k's view fixes exactly.
+
+    With E_O the coordinates k hears and P the noisy devices, R = R_T where
+    R_1 = span(e_j : j in O, q_j = 0) and
+    R_h = (span(e_O) + W R_{h-1}) intersected with {v : v_P = 0}:
+    the dual of "a perturbation e_i can be hidden by noise for T rounds".
+    R lies on the clean devices: the clean heard ones, plus a subspace F of
+    the clean hidden ones, grown one round at a time until it stops growing
+    (then it is fixed: the recursion repeats itself).
+    """
+    weights, variance = problem.weights, observer_variance(problem, k)
+    n = variance.size
+    heard = np.zeros(n, dtype=bool)
+    heard[problem.neighbours[k]] = True
+    noisy = variance > 0
+    clean_heard = np.flatnonzero(heard & ~noisy)
+    hidden = np.flatnonzero(~heard & ~noisy)      # clean devices k does not hear
+    blocked = np.flatnonzero(noisy & ~heard)       # rows a revealed vector must vanish on
+    leverage = np.zeros(n)
+    leverage[clean_heard] = 1.0
+    if clean_heard.size == 0 or hidden.size == 0:
+        return leverage  # nothing is revealed, or nothing beyond what k hears
+    from_heard = weights[:, clean_heard].toarray()          # W e_j, j clean heard
+    to_blocked, to_hidden = weights[blocked][:, hidden], weights[hidden][:, hidden]
+    found = np.zeros((hidden.size, 0))
+    for _ in range(problem.rounds - 1):
+        # X = W [e_O_clean, F] on the blocked and the hidden rows.
+        x_blocked = np.hstack([from_heard[blocked], to_blocked @ found])
+        x_hidden = np.hstack([from_heard[hidden], to_hidden @ found])
+        new = _new_directions(x_hidden @ _null_space(x_blocked), found)
+        if new.shape[1] == 0:
+            break
+        found = np.hstack([found, new])
+    leverage[hidden] = np.linalg.norm(found, axis=1)
+    return leverage
+
+
+def _propagated(problem: AuditProblem, heard: NDArray[np.int64]) -> NDArray[np.float64]:
+    """V[t] = W^t E_O for t < T, shape (T, n, d): one sparse product per round."""
+    n, rounds = problem.variance.size, problem.rounds
+    powers = np.empty((rounds, n, heard.size))
+    powers[0] = 0.0
+    powers[0][heard, np.arange(heard.size)] = 1.0
+    for t in range(1, rounds):
+        powers[t] = problem.weights @ powers[t - 1]
+    return powers
+
+
+def _householder_product(reflectors: NDArray[np.float64], tau: NDArray[np.float64]
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """V, T with H_1 ... H_k = I - V T V^T (LAPACK's compact WY form, forward columnwise).
+
+    ``reflectors``, ``tau``: a QR factorisation in LAPACK's raw form (k = tau.size).
+    """
+    k = tau.size
+    vectors = np.tril(reflectors[:, :k], -1)
+    vectors[np.arange(k), np.arange(k)] = 1.0
+    gram = vectors.T @ vectors
+    triangle = np.zeros((k, k))
+    for i in range(k):
+        triangle[i, i] = tau[i]
+        triangle[:i, i] = -tau[i] * (triangle[:i, :i] @ gram[:i, i])
+    return vectors, triangle
+
+
+def _schur_factor(generator: NDArray[np.float64], d: int
+                  ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """A square-root factor of the view covariance C, round by round (generalised Schur).
+
+    C = sum_r Z^r G G^T Z^{rT} with Z the shift down by one round (d rows)
+    and G the (T d, p) generator of the noise each round injects.  Round b
+    (rows of block b): a pivoted QR of the block's generator rows gives an
+    orthogonal Theta with G_b Theta = [R^T 0] (pivot order), so the first
+    ``rank`` columns of G Theta are the columns of L for round b's pivots and
+    the next generator is [Z (those columns), the others].  Only orthogonal
+    transformations of G, never C itself: small singular values of the view
+    keep their accuracy (forming C would square the condition number).
+
+    Returns
+    -------
+    factor : ndarray of shape (T d, K)
+        Columns of L, in elimination order; L L^T = C.
+    pivots : ndarray of shape (K,)
+        The view coordinate of each column's pivot; ``factor[pivots]`` is
+        lower triangular with a non-zero diagonal.
+    """
+    size = generator.shape[0]
+    g = generator.copy()
+    scale = np.linalg.norm(g, axis=1).max(initial=0.0)
+    factor = np.zeros((size, size))
+    pivots: list[NDArray[np.int64]] = []
+    found = 0
+    for start in range(0, size, d):
+        (reflectors, tau), triangle, order = scipy.linalg.qr(
+            g[start:start + d].T, mode="raw", pivoting=True, check_finite=False)
+        rank = int((np.abs(np.diag(triangle)) > PIVOT_RTOL * scale).sum())
+        vectors, weights = _householder_product(reflectors, tau)
+        rest = g[start:]
+        rest -= ((rest @ vectors) @ weights) @ vectors.T              # G Theta, rows >= start
+        factor[start:, found:found + rank] = rest[:, :rank]
+        pivots.append(start + order[:rank])
+        g[:start + d, :rank] = 0.0
+        g[start + d:, :rank] = factor[start:size - d, found:found + rank]  # Z (new columns)
+        found += rank
+    return factor[:, :found], np.concatenate(pivots or [np.zeros(0, dtype=np.int64)])
+
+
+def batch_information(problem: AuditProblem, k: int, owners: NDArray[np.int64]
+                      ) -> NDArray[np.float64]:
+    """a_i^T C^+ a_i for the owners (none exposed), from a square-root factor of C.
+
+    a_i[t, j] = (W^t)_{j i}; the generator of C (the noise round 0 injects
+    into the view at every later round) is G[(t, j), l] = z_l (W^t)_{lj}.
+    With L L^T = C (:func:`_schur_factor`) and a_i in C's range,
+    a_i = L w_i and a_i^T C^+ a_i = ||w_i||^2: one triangular solve.
+    """
+    heard = problem.neighbours[k]
+    powers = _propagated(problem, heard)
+    variance = observer_variance(problem, k)
+    noisy = np.flatnonzero(variance)
+    if noisy.size == 0:
+        return np.zeros(owners.size)  # a noise-free view that exposes nobody here
+    scaled = powers[:, noisy, :] * np.sqrt(variance[noisy])[None, :, None]
+    generator = scaled.transpose(0, 2, 1).reshape(-1, noisy.size)
+    factor, pivots = _schur_factor(generator, heard.size)
+    shifts = powers[:, owners, :].transpose(0, 2, 1).reshape(-1, owners.size)
+    solved = scipy.linalg.solve_triangular(factor[pivots], shifts[pivots], lower=True,
+                                           check_finite=False)
+    return np.einsum("ij,ij->j", solved, solved)
+
+
+def _pseudo_inverse_root(covariance: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """R with J^T R^T R J = J^T covariance^+ J for every J in the range; None if ill-conditioned.
+
+    The covariance is first scaled to a unit diagonal (what k hears from a
+    clean device can be a thousand times smaller than a noisy device's
+    message without being any less accurate); then eigenvalues below
+    COVARIANCE_RTOL times the largest are zero, and one between that and
+    FILTER_RCOND times the largest makes the result None.  On the range, any
+    generalised inverse gives the same quadratic form, so the scaled one serves.
+    """
+    diagonal = np.sqrt(np.maximum(covariance.diagonal(), 0.0))
+    inverse_scale = np.divide(1.0, diagonal, out=np.zeros_like(diagonal), where=diagonal > 0)
+    values, vectors = np.linalg.eigh(covariance * np.outer(inverse_scale, inverse_scale))
+    largest = max(values.max(initial=0.0), 0.0)
+    keep = values > COVARIANCE_RTOL * largest
+    if (values[keep] < FILTER_RCOND * largest).any():
+        return None
+    return (vectors[:, keep] / np.sqrt(values[keep])).T * inverse_scale
+
+
+def filter_information(problem: AuditProblem, k: int, owners: NDArray[np.int64]
+                       ) -> NDArray[np.float64] | None:
+    """The owners' Fisher information from the innovations of a Kalman filter.
+
+    The hidden messages m_U^t given the view up to round t are Gaussian with
+    covariance S_t, and their mean moves with s by M_t = d mean / d s_owners.
+    Round t + 1 shows y = W_OO m_O^t + W_OU m_U^t + D_O eta_O: its innovation
+    has covariance F = W_OU S W_OU^T + Q_O and moves with s by J = W_OU M;
+    the information adds J^T F^+ J.  Then, with the gain K = W_UU S W_OU^T F^+,
+    S <- W_UU S W_UU^T + Q_U - K F K^T and M <- W_UU M - K J.
+    Round 0 tells nothing about hidden owners: S_0 = Q_U, M_0 = identity columns.
+    Returns None as soon as an innovation covariance is ill-conditioned
+    (FILTER_RCOND): covariances square the view's condition number.
+    """
+    variance = observer_variance(problem, k)
+    heard = problem.neighbours[k]
+    hidden = np.setdiff1d(np.arange(variance.size), heard)
+    rows = problem.weights[heard]
+    to_heard, to_hidden = rows[:, hidden].tocsr(), problem.weights[hidden][:, hidden].tocsr()
+    covariance = np.diag(variance[hidden])
+    motion = np.zeros((hidden.size, owners.size))
+    motion[np.searchsorted(hidden, owners), np.arange(owners.size)] = 1.0
+    information = np.zeros(owners.size)
+    for _ in range(problem.rounds - 1):
+        cross = to_heard @ covariance                         # W_OU S, (d, u)
+        innovation = (to_heard @ cross.T).T + np.diag(variance[heard])
+        jump = to_heard @ motion                              # J, (d, m)
+        root = _pseudo_inverse_root((innovation + innovation.T) / 2)
+        if root is None:
+            return None
+        information += np.square(root @ jump).sum(axis=0)
+        gain_root = (to_hidden @ cross.T) @ root.T            # K F^{1/2}-like factor
+        propagated = to_hidden @ (to_hidden @ covariance).T
+        covariance = propagated + np.diag(variance[hidden]) - gain_root @ gain_root.T
+        covariance = (covariance + covariance.T) / 2
+        motion = to_hidden @ motion - gain_root @ (root @ jump)
+    return information
+
+
+def _flops(problem: AuditProblem, k: int, n_owners: int) -> dict[str, float]:
+    """Estimated cost of each method for observer k, in dense-GEMM multiply-adds.
+
+    Sparse products and the batch method's thin (d-column) transformations run
+    at a fraction of GEMM speed: SPARSE_COST and BATCH_COST (measured on 200- and
+    500-device audits, BLAS on one thread).
+    """
+    d = problem.neighbours[k].size
+    n, rounds = problem.variance.size, problem.rounds
+    noisy = int(np.count_nonzero(problem.variance))
+    size, hidden = rounds * d, n - d
+    stored = problem.weights.nnz * hidden / max(n, 1)
+    return {
+        # Schur steps on the generator, the triangular solve, W^t E_O.
+        "batch": BATCH_COST * size * size * (noisy + n_owners / 2)
+                 + SPARSE_COST * rounds * problem.weights.nnz * d,
+        "filter": rounds * (SPARSE_COST * stored * (3 * hidden + n_owners)
+                            + hidden * hidden * d + hidden * d * n_owners
+                            + d * d * n_owners + 10 * d**3),
+    }
+
+
+def choose_method(problem: AuditProblem, k: int, n_owners: int) -> str:
+    """The cheaper method for observer k by :func:`_flops`."""
+    flops = _flops(problem, k, n_owners)
+    return min(METHODS, key=flops.__getitem__)
+
+
+def workspace_bytes(problem: AuditProblem, k: int, n_owners: int, method: str) -> float:
+    """Bytes of the largest arrays the method allocates for observer k."""
+    d = problem.neighbours[k].size
+    n, rounds = problem.variance.size, problem.rounds
+    if method == "batch":
+        size = rounds * d
+        noisy = int(np.count_nonzero(problem.variance))
+        return 8.0 * (rounds * n * d * 2 + 4 * size * noisy + size * size + 2 * size * n_owners)
+    hidden = n - d
+    return 8.0 * (4 * hidden * hidden + 3 * hidden * n_owners + n * n)
+
+
+def observer_column(problem: AuditProblem, k: int, method: str | None = None
+                    ) -> NDArray[np.float64]:
+    """mu_ik for every owner i against observer k (NaN at i = k).
+
+    A heard owner i shows its round-0 message s_i + z_i eta_i^0 directly and,
+    once k knows that message, nothing else it sends depends on s_i: mu = 1/z_i
+    (inf if z_i = 0).  A hidden owner is exposed (inf) when the revealed
+    subspace reaches it; the others get sqrt of their Fisher information.
+    ``method`` forces "batch" or "filter" (tests); None picks the cheaper.  The
+    filter hands an ill-conditioned view over to the batch method.
+    """
+    variance = observer_variance(problem, k)
+    n = variance.size
+    column = np.full(n, np.nan)
+    heard = problem.neighbours[k]
+    with np.errstate(divide="ignore"):
+        column[heard] = 1.0 / np.sqrt(variance[heard])
+    owners = np.setdiff1d(np.arange(n), np.append(heard, k))
+    if owners.size == 0:
+        return column
+    exposed = revealed_leverage(problem, k)[owners] > LEVERAGE_TOL
+    column[owners[exposed]] = np.inf
+    owners = owners[~exposed]
+    if owners.size == 0 or heard.size == 0:
+        column[owners] = 0.0
+        return column
+    method = method or choose_method(problem, k, owners.size)
+    information = filter_information(problem, k, owners) if method == "filter" else None
+    if information is None:  # the batch method, chosen or because the filter refused
+        information = batch_information(problem, k, owners)
+    column[owners] = np.sqrt(np.maximum(information, 0.0))
+    return column
