@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing as mp
+import queue as queue_module
 import subprocess
 import sys
 import time
@@ -172,14 +173,21 @@ def run_cvxpy_guarded(z, solver, limit=CVXPY_LIMIT_S):
     queue = ctx.Queue()
     child = ctx.Process(target=_child, args=(z, solver, queue))
     child.start()
-    child.join(limit)
-    if child.is_alive():
-        child.terminate()
+    # Read before joining: a child whose result fills the pipe cannot exit until it is read.
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline:
+        try:
+            answer = queue.get(timeout=1.0)
+        except queue_module.Empty:
+            if not child.is_alive():
+                raise RuntimeError(f"solver process ended with exit code {child.exitcode}") \
+                    from None
+            continue
         child.join()
-        raise TimeoutError(f"no answer within {limit:.0f} s")
-    if queue.empty():
-        raise RuntimeError(f"solver process ended with exit code {child.exitcode}")
-    return queue.get()
+        return answer
+    child.terminate()
+    child.join()
+    raise TimeoutError(f"no answer within {limit:.0f} s")
 
 
 # --------------------------------------------------------------------------- timing
