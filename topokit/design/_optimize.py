@@ -170,14 +170,16 @@ def _starts(net: Network, seed: int, with_autotag: bool,
     """
     starts = {"ndlf": ndlf(net), "dlfdp": dlfdp(net)}
     design = autotag(net, n_jobs=workers) if with_autotag else None
+    links = design.topology.n_links if design is not None else starts["ndlf"].n_links
+    try:
+        starts["erg"] = erg(net, links, seed=keyed_seed(seed, 0))
+    except InvalidInputError:
+        pass  # no connected random graph with that many links: ERG is no reference here
     if design is not None:
-        starts["erg"] = erg(net, seed=keyed_seed(seed, 0), reference=design)
         starts["autotag"] = design.topology
         for candidate in design.candidates:
             if candidate.metrics.connected:
                 starts[f"autotag-n{candidate.n}"] = candidate.topology
-    else:
-        starts["erg"] = erg(net, seed=keyed_seed(seed, 0), n_links=starts["ndlf"].n_links)
     starts.update(_pruned_social(net))
     return starts, design
 
