@@ -38,7 +38,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from ._config import NJIT_FLAGS
-from ._symmetric import _support_connected
+from ._summary import _support_connected
 
 #: From this many nodes on, a single matrix goes to LAPACK for its hitting times (Cholesky
 #: inverse).  Measured on 2 idle cores: 0.27 ms against 0.25 ms for the Numba kernel at

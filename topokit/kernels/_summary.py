@@ -42,20 +42,24 @@ CHUNKS_PER_THREAD = 4
 
 
 @njit(**NJIT_FLAGS)
-def _connected(adjacency, seen, stack):
-    """Whether the support of ``adjacency`` is connected (``seen``/``stack``: int64 workspaces).
+def _support_connected(matrix, seen, stack):
+    """Whether the undirected support of ``matrix`` (a_ij > 0 or a_ji > 0, i != j) is connected.
 
-    Up to 64 nodes the rows are bit masks (``stack`` holds them) and a sweep
-    ORs the rows of the frontier: no data-dependent branch per entry.
+    Up to 64 nodes the rows are bit masks (``stack`` holds them, symmetrised)
+    and a sweep ORs the rows of the frontier; beyond, a depth-first search.
     """
-    n = adjacency.shape[0]
+    n = matrix.shape[0]
     if n <= 64:
         masks = stack.view(np.uint64)
         for i in range(n):
+            masks[i] = np.uint64(0)
+        for i in range(n):
             row = np.uint64(0)
             for j in range(n):
-                row |= np.uint64(adjacency[i, j] != 0.0) << np.uint64(j)
-            masks[i] = row
+                link = np.uint64(matrix[i, j] != 0.0)
+                row |= link << np.uint64(j)
+                masks[j] |= link << np.uint64(i)
+            masks[i] |= row
         one = np.uint64(1)
         everyone = ~np.uint64(0) if n == 64 else (one << np.uint64(n)) - one
         reached = one
@@ -78,7 +82,7 @@ def _connected(adjacency, seen, stack):
         top -= 1
         i = stack[top]
         for j in range(n):
-            if seen[j] == 0 and adjacency[i, j] != 0.0:
+            if seen[j] == 0 and (matrix[i, j] != 0.0 or matrix[j, i] != 0.0):
                 seen[j] = 1
                 stack[top] = j
                 top += 1
@@ -248,7 +252,7 @@ def _hitting_time_and_gap(adjacency, fundamental, work, vectors, seen, stack):
     n = adjacency.shape[0]
     if n == 1:
         return 0.0, 1.0
-    if not _connected(adjacency, seen, stack):
+    if not _support_connected(adjacency, seen, stack):
         return np.inf, 0.0
     # Lazy-Metropolis weights 1 / (2 max(deg_i, deg_j)) = min(1/(2 deg_i), 1/(2 deg_j))
     # (rounding is monotone, so the two agree to the bit), written branch-free.

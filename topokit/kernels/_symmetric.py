@@ -39,6 +39,7 @@ from ._summary import (
     _V,
     _invert_spd_in_place,
     _sturm_counts,
+    _support_connected,
     _tridiagonalize_in_place,
 )
 
@@ -48,55 +49,6 @@ def workspace(n):
     """(matrix (n, n), vectors (_N_VECTORS, n), seen (n,), stack (n,)) for one matrix at a time."""
     return (np.empty((n, n)), np.zeros((_N_VECTORS, n)),
             np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-
-
-@njit(**NJIT_FLAGS)
-def _support_connected(matrix, seen, stack):
-    """Whether the undirected support of ``matrix`` (a_ij > 0 or a_ji > 0, i != j) is connected.
-
-    Up to 64 nodes the rows are bit masks (``stack`` holds them, symmetrised)
-    and a sweep ORs the rows of the frontier; beyond, a depth-first search.
-    """
-    n = matrix.shape[0]
-    if n <= 64:
-        masks = stack.view(np.uint64)
-        for i in range(n):
-            masks[i] = np.uint64(0)
-        for i in range(n):
-            row = np.uint64(0)
-            for j in range(n):
-                link = np.uint64(matrix[i, j] != 0.0)
-                row |= link << np.uint64(j)
-                masks[j] |= link << np.uint64(i)
-            masks[i] |= row
-        one = np.uint64(1)
-        everyone = ~np.uint64(0) if n == 64 else (one << np.uint64(n)) - one
-        reached = one
-        frontier = one
-        while frontier != 0:
-            grown = reached
-            for i in range(n):
-                if (frontier >> np.uint64(i)) & one:
-                    grown |= masks[i]
-            frontier = grown & ~reached
-            reached = grown
-        return reached == everyone
-    for i in range(n):
-        seen[i] = 0
-    seen[0] = 1
-    stack[0] = 0
-    top = 1
-    reached_count = 1
-    while top > 0:
-        top -= 1
-        i = stack[top]
-        for j in range(n):
-            if seen[j] == 0 and (matrix[i, j] != 0.0 or matrix[j, i] != 0.0):
-                seen[j] = 1
-                stack[top] = j
-                top += 1
-                reached_count += 1
-    return reached_count == n
 
 
 @njit(**NJIT_FLAGS)
