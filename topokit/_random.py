@@ -61,6 +61,22 @@ def seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
     )
 
 
+def int_seed(seed: SeedLike) -> int:
+    """An int seed for keyed streams: a non-negative int as given, else one drawn from ``seed``.
+
+    Examples
+    --------
+    >>> int_seed(7)
+    7
+    >>> int_seed(np.random.default_rng(0)) == int_seed(np.random.default_rng(0))
+    True
+    """
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        seed_sequence(seed)  # refuses a negative seed with the usual message
+        return int(seed)
+    return int(seed_sequence(seed).generate_state(1)[0])
+
+
 def check_random_state(seed: SeedLike) -> np.random.Generator:
     """Turn ``seed`` into a :class:`numpy.random.Generator`.
 

@@ -42,7 +42,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_int
-from .._random import SeedLike, keyed_seed, seed_sequence
+from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
 from ._autotag import Candidate, Design, _check_n_jobs, autotag
 from .baselines import dlfdp, erg, ndlf
@@ -52,6 +52,7 @@ from .features import (
     check_class_counts,
     features_of_arrays,
 )
+from .features import _adjacency as _link_matrix
 from .metrics import evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
@@ -133,14 +134,6 @@ class _Objective:
         paper_rounds = _PAPER.predict_one(features.hitting_time, features.phi)
         return _Score(float(rounds) * iterate, float(rounds), iterate, oriented,
                       float(paper_rounds) * iterate)
-
-
-def _adjacency(net: Network, topology: Topology) -> NDArray[np.bool_]:
-    adjacency = np.zeros((net.n_devices, net.n_devices), dtype=bool)
-    index = net.index
-    for u, v in topology.edges:
-        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = True
-    return adjacency
 
 
 def _connected(adjacency: NDArray[np.bool_]) -> bool:
@@ -307,7 +300,7 @@ def _ranked_starts(objective: _Objective, starts: dict[str, Topology]) -> list[t
         key = (topology.edges, topology.dp_devices)
         if key not in seen:
             seen.add(key)
-            scored.append((name, objective.score(_adjacency(objective.net, topology))))
+            scored.append((name, objective.score(_link_matrix(objective.net, topology) > 0)))
     order = sorted(range(len(scored)), key=lambda k: (scored[k][1].time,
                                                        scored[k][1].paper_time, k))
     return [scored[k] for k in order]
@@ -317,7 +310,7 @@ def _search_from(objective: _Objective, bound: NDArray, start: tuple[str, _Score
                  topology: Topology, seed: int, key: int, budget: int) -> tuple:
     search = _Search(objective, bound, _moves(objective, np.random.default_rng(
         keyed_seed(seed, 1, key))))
-    adjacency, score = search.run(_adjacency(objective.net, topology), start[1], budget)
+    adjacency, score = search.run(_link_matrix(objective.net, topology) > 0, start[1], budget)
     return adjacency, score, search
 
 
@@ -437,7 +430,7 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     model, description = _resolve_predictor(predictor)
     objective = _objective(net, model, class_counts)
     started = time.perf_counter()
-    base_seed = _base_seed(seed)
+    base_seed = int_seed(seed)
     starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers)
     ranked = _ranked_starts(objective, starts)
     scores = dict(ranked)
@@ -461,13 +454,6 @@ def _budget(max_evaluations: int | None, n_devices: int) -> int:
     if max_evaluations is not None:
         return int(max_evaluations)
     return _UNLIMITED if n_devices <= MAX_AUTOTAG_DEVICES else LARGE_NETWORK_EVALUATIONS
-
-
-def _base_seed(seed: SeedLike) -> int:
-    """An int seed for keyed streams: a non-negative int as given, else drawn from ``seed``."""
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return check_int(seed, "seed", low=0)
-    return int(seed_sequence(seed).generate_state(1)[0])
 
 
 def _run_searches(objective: _Objective, bound: NDArray, chosen: list, starts: dict,

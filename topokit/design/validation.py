@@ -41,9 +41,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._checks import check_choice, check_int, check_int_at_least, check_output_path
+from .._checks import check_choice, check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, check_scheduler, run_resumable
-from .._random import SeedLike, keyed_seed, seed_sequence, spawn_generators
+from .._random import SeedLike, int_seed, keyed_seed, spawn_generators
 from ..errors import InvalidInputError, NotFittedError
 from ..training import train
 from ..training.core import check_accuracy_threshold
@@ -697,13 +697,6 @@ def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted({check_accuracy_threshold(t, "target") for t in targets}))
 
 
-def _check_seed(seed: SeedLike) -> int:
-    """An int seed: a non-negative int as given, a Generator or None turned into one."""
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return check_int(seed, "seed", low=0)
-    return int(seed_sequence(seed).generate_state(1)[0])
-
-
 def _check_predictor(predictor: Any) -> Any:
     """The predictor whose predictions are recorded: a name, a file or a predictor object."""
     if predictor is None:
@@ -741,7 +734,7 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     specs = parse_topology_specs(topologies)
     targets = _check_targets(targets)
     trials = check_int_at_least(trials, "trials")
-    seed = _check_seed(seed)
+    seed = int_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
     predictor = _check_predictor(predictor)
     train_kwargs = _check_train_kwargs(train_kwargs)
