@@ -90,6 +90,7 @@ API_MODULES = (
     "topokit.design.validation",
     "topokit.design.calibration",
     "topokit.design.audit",
+    "topokit.design.mixing",
     "topokit.training",
     "topokit.gfl",
     "topokit.learn",

@@ -91,15 +91,25 @@ def test_a_hidden_owner_that_never_reaches_the_view_has_mu_zero():
 # The numbers the issue measured with a direct dense computation (z = 1)
 # ---------------------------------------------------------------------------------------------
 
-def test_toy_fig2b_numbers(toy):
-    summary = privacy_audit(toy, rounds=30).summary()
+def test_toy_fig2b_numbers_against_an_eavesdropper(toy):
+    # The issue's numbers hold for an observer that does not use its own draws.
+    summary = privacy_audit(toy, rounds=30, observer_knows_own_noise=False).summary()
     assert (summary["stranger_pairs"], summary["exposed_stranger_pairs"]) == (16, 2)
     assert summary["stranger_mu_median"] == pytest.approx(1.0, rel=1e-12)
     assert round(summary["stranger_mu_max"], 2) == 1.37
 
 
+def test_toy_fig2b_numbers_against_the_device_by_default(toy):
+    audit = privacy_audit(toy, rounds=30)
+    summary = audit.summary()
+    assert audit.observer_knows_own_noise is True
+    assert (summary["stranger_pairs"], summary["exposed_stranger_pairs"]) == (16, 4)
+    assert summary["stranger_mu_median"] == pytest.approx(1.0, rel=1e-12)
+    assert round(summary["stranger_mu_max"], 2) == 1.37
+
+
 def test_toy_observer_that_knows_its_own_noise_reads_two_more(toy):
-    weak = privacy_audit(toy, rounds=30)
+    weak = privacy_audit(toy, rounds=30, observer_knows_own_noise=False)
     strong = privacy_audit(toy, rounds=30, observer_knows_own_noise=True)
     assert strong.summary()["exposed_stranger_pairs"] == 4
     # C knows its own draws: A's and F's values, which reach C only mixed with C's noise.
@@ -108,10 +118,13 @@ def test_toy_observer_that_knows_its_own_noise_reads_two_more(toy):
     assert np.isfinite(weak.mu[[toy.nodes.index("A"), toy.nodes.index("F")], c]).all()
 
 
-def test_siot32_autotag_numbers():
+@pytest.mark.parametrize("knows, exposed", [(False, 335), (True, 361)])
+def test_siot32_autotag_numbers(knows, exposed):
+    # False: the issue's numbers (an eavesdropper); True, the default: the device itself.
     net = load_example("siot32")
-    summary = privacy_audit(net, autotag(net).topology, rounds=30).summary()
-    assert (summary["stranger_pairs"], summary["exposed_stranger_pairs"]) == (678, 335)
+    summary = privacy_audit(net, autotag(net).topology, rounds=30,
+                            observer_knows_own_noise=knows).summary()
+    assert (summary["stranger_pairs"], summary["exposed_stranger_pairs"]) == (678, exposed)
     assert round(summary["stranger_mu_max"], 2) == 2.48
 
 
@@ -155,7 +168,8 @@ def test_a_heard_dp_owner_has_mu_one_over_z(toy):
 
 def test_knowing_its_own_noise_never_lowers_mu():
     net, topology, rounds, noise = _random_case(5)
-    weak = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise).mu
+    weak = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
+                         observer_knows_own_noise=False).mu
     strong = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
                            observer_knows_own_noise=True).mu
     off = ~np.eye(net.n_devices, dtype=bool)
@@ -236,10 +250,11 @@ def test_frame_summary_and_json(toy):
                                                         "epsilon"]
     assert frame["social"].sum() == 14
     stranger = frame[~frame["social"]]
-    assert np.isinf(stranger["mu"]).sum() == 2
+    assert np.isinf(stranger["mu"]).sum() == 4
     np.testing.assert_array_equal(np.isinf(stranger["epsilon"]), np.isinf(stranger["mu"]))
     data = json.loads(json.dumps(audit.to_dict(), allow_nan=False))
-    assert data["summary"]["exposed_stranger_pairs"] == 2
+    assert data["summary"]["exposed_stranger_pairs"] == 4
+    assert data["observer_knows_own_noise"] is True
     assert data["mu"][0][0] is None and data["exposed"][1][3] is True  # B's value, D reads it
     assert audit.nodes == tuple(toy.nodes) == tuple(toy.social)
     assert isinstance(audit, PrivacyAudit) and not audit.mu.flags.writeable

@@ -25,6 +25,7 @@ from typing import Any
 
 from . import _compat
 from ._version import __version__
+from . import design as _design_package
 from .design import _autotag as _autotag_module
 from .design._autotag import Design, autotag
 from .design._optimize import optimize
@@ -63,13 +64,8 @@ _compat.install()
 sys.modules.setdefault("topokit.autotag", _autotag_module)
 
 _LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli", "testing"}
-_LAZY_ATTRIBUTES = {
-    "batch_analyze": ("topokit.design.batch", "batch_analyze"),
-    "validate": ("topokit.design.validation", "validate"),
-    "calibrate": ("topokit.design.validation", "calibrate"),
-    "privacy_audit": ("topokit.design.audit", "privacy_audit"),
-    "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
-}
+# The design package's heavy parts, under the same names (one list, in topokit.design).
+_LAZY_ATTRIBUTES = dict(_design_package._LAZY_ATTRIBUTES)
 
 __all__ = [
     "__version__",

@@ -22,6 +22,9 @@ from ._common import (
 
 __all__ = ["audit_command"]
 
+_MODEL_TEXT = {"gossip": "gossip of the private values (mu exact)",
+               "dsgd": "D-SGD, a contribution every round (mu an upper bound)"}
+
 
 def _topology(net, path: Path | None):
     """The audited topology and where it came from: the file, the stored one, or NDLF."""
@@ -38,10 +41,12 @@ def _topology(net, path: Path | None):
 
 
 def _check_options(rounds: int, noise_multiplier: float, delta: float | None, n_jobs: int,
-                   plot: Path | None) -> None:
+                   plot: Path | None, model: str) -> None:
     """Every option, named as the user wrote it, before any work."""
-    from .._checks import check_int, check_real
+    from .._checks import check_choice, check_int, check_real
+    from ..design._audit_kernels import MODELS
 
+    check_choice(model, "--model", MODELS)
     check_int(rounds, "--rounds", low=1)
     check_real(noise_multiplier, "--noise-multiplier", low=0)
     if delta is not None:
@@ -63,9 +68,14 @@ def audit_command(
         1.0, "--noise-multiplier", "-z", help="Noise multiplier z of every DP device."),
     delta: float = typer.Option(None, "--delta", help="Also report epsilon at this delta."),
     knows_own_noise: bool = typer.Option(
-        False, "--observer-knows-own-noise",
-        help="The observer uses its own noise draws (a participating device); default: it "
-             "does not (an eavesdropper on its incoming links)."),
+        True, "--observer-knows-own-noise/--eavesdropper",
+        help="The observer uses its own noise draws (the participating device, the stronger "
+             "adversary: the default), or does not (--eavesdropper: one listening on the "
+             "links into it)."),
+    model: str = typer.Option(
+        "gossip", "--model", "-m",
+        help="gossip: the private value is the starting point (exact mu); dsgd: a private "
+             "contribution (a clipped gradient) enters every round (mu: an upper bound)."),
     plot: Path = typer.Option(None, "--plot", help="Draw the heat map of mu (PNG, PDF, SVG)."),
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Threads over observers (-1: all cores)."),
     as_json: bool = JsonOpt,
@@ -77,17 +87,20 @@ def audit_command(
     for linear gossip over the topology's Lazy-Metropolis matrix, how much the
     observer's view of T rounds reveals: mu (Gaussian DP; inf: the observer
     reads the value exactly) and, with --delta, epsilon.  Prints a summary over
-    stranger and social pairs; --json prints every pair.
+    stranger and social pairs; --json prints every pair.  By default the
+    observer is the participating device (it knows its own noise draws);
+    --eavesdropper audits one listening on the links into it.  --model dsgd
+    audits decentralized SGD, where a device's contribution enters every round.
     """
     from ..design.audit import privacy_audit
 
-    _check_options(rounds, noise_multiplier, delta, n_jobs, plot)
+    _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
     net = resolve_network(network, example)
     chosen, source = _topology(net, topology)
     with reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
         audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise_multiplier,
                               delta=delta, observer_knows_own_noise=knows_own_noise,
-                              n_jobs=n_jobs, progress=report)
+                              model=model, n_jobs=n_jobs, progress=report)
     if plot is not None:
         from ..plotting._style import save_figure
         from ..plotting.audit import audit_figure
@@ -96,11 +109,12 @@ def audit_command(
     if as_json:
         print_json({"network": net.name, "topology_source": source, **audit.to_dict()})
         return
-    knows = "use" if knows_own_noise else "do not use"
+    observer = ("the devices (they know their own noise draws)" if knows_own_noise
+                else "eavesdroppers on the links into each device")
     console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
                   f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
-                  f"T = {rounds} rounds, z = {noise_multiplier:g}; observers {knows} their "
-                  "own noise draws", soft_wrap=True)
+                  f"{_MODEL_TEXT[model]}, T = {rounds} rounds, z = {noise_multiplier:g}; "
+                  f"observers: {observer}", soft_wrap=True)
     console.print(metrics_table("privacy audit", {"audit": audit.summary()}))
     if plot is not None:
         console.print(f"wrote plot to {plot}")

@@ -26,6 +26,7 @@ module                   what it holds
 :mod:`.validation`       predicted against measured training time (:func:`validate`)
 :mod:`.calibration`      :func:`calibrate`: the predictor refitted on measured runs
 :mod:`.audit`            :func:`privacy_audit`: what strangers learn through partial-DP gossip
+:mod:`.mixing`           :func:`fastest_mixing_topology`: a topology with fastest-mixing weights
 =======================  ===============================================================
 
 Everything public is also importable from :mod:`topokit` itself.
@@ -61,6 +62,7 @@ _LAZY_ATTRIBUTES = {
     "calibrate": ("topokit.design.validation", "calibrate"),
     "privacy_audit": ("topokit.design.audit", "privacy_audit"),
     "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
+    "fastest_mixing_topology": ("topokit.design.mixing", "fastest_mixing_topology"),
 }
 
 __all__ = [

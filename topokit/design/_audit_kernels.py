@@ -20,6 +20,11 @@ device j (0 for k itself when k knows its own draws), T the rounds.
   batch method takes over) when an innovation covariance is ill-conditioned.
 - :func:`observer_column`: mu_ik for every owner i, choosing the cheaper of
   the two by a flop count.
+- :func:`dsgd_information` and :func:`observer_bounds`: the D-SGD model, in
+  which an owner's contribution enters every round (T delayed shifts per
+  owner, solved against the same square-root factor).
+- :func:`stranger_mu_max`: the exposed stranger count and the worst finite
+  stranger mu straight from arrays, for topology searches.
 
 These functions trust their inputs (validated by ``privacy_audit``).
 """
@@ -61,6 +66,9 @@ SPARSE_COST = 6.0
 BATCH_COST = 3.0
 
 METHODS = ("batch", "filter")
+MODELS = ("gossip", "dsgd")
+#: Bytes of the D-SGD solves' workspace (T x K x owners) per chunk of owners.
+DSGD_CHUNK_BYTES = 64e6
 
 
 class AuditProblem(NamedTuple):
@@ -71,6 +79,7 @@ class AuditProblem(NamedTuple):
     variance: NDArray[np.float64]    # q_j = z_j^2, (n,)
     rounds: int                      # T >= 1
     knows_own_noise: bool            # the observer's own draws are known to it
+    model: str = "gossip"            # "gossip" (s enters at round 0) or "dsgd" (every round)
 
 
 def observer_variance(problem: AuditProblem, k: int) -> NDArray[np.float64]:
@@ -211,28 +220,90 @@ def _schur_factor(generator: NDArray[np.float64], d: int
     return factor[:, :found], np.concatenate(pivots or [np.zeros(0, dtype=np.int64)])
 
 
-def batch_information(problem: AuditProblem, k: int, owners: NDArray[np.int64]
-                      ) -> NDArray[np.float64]:
-    """a_i^T C^+ a_i for the owners (none exposed), from a square-root factor of C.
+def _view_factor(problem: AuditProblem, k: int
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None:
+    """W^t E_O (:func:`_propagated`) and the square-root factor of C with its pivots.
 
-    a_i[t, j] = (W^t)_{j i}; the generator of C (the noise round 0 injects
-    into the view at every later round) is G[(t, j), l] = z_l (W^t)_{lj}.
-    With L L^T = C (:func:`_schur_factor`) and a_i in C's range,
-    a_i = L w_i and a_i^T C^+ a_i = ||w_i||^2: one triangular solve.
+    The generator of C (the noise round 0 injects into the view at every later
+    round) is G[(t, j), l] = z_l (W^t)_{lj}.  None when the view carries no noise.
     """
     heard = problem.neighbours[k]
     powers = _propagated(problem, heard)
     variance = observer_variance(problem, k)
     noisy = np.flatnonzero(variance)
     if noisy.size == 0:
-        return np.zeros(owners.size)  # a noise-free view that exposes nobody here
+        return None
     scaled = powers[:, noisy, :] * np.sqrt(variance[noisy])[None, :, None]
     generator = scaled.transpose(0, 2, 1).reshape(-1, noisy.size)
     factor, pivots = _schur_factor(generator, heard.size)
+    return powers, factor, pivots
+
+
+def batch_information(problem: AuditProblem, k: int, owners: NDArray[np.int64]
+                      ) -> NDArray[np.float64]:
+    """a_i^T C^+ a_i for the owners (none exposed), from a square-root factor of C.
+
+    a_i[t, j] = (W^t)_{j i}.  With L L^T = C (:func:`_schur_factor`) and a_i
+    in C's range, a_i = L w_i and a_i^T C^+ a_i = ||w_i||^2: one triangular solve.
+    """
+    view = _view_factor(problem, k)
+    if view is None:
+        return np.zeros(owners.size)  # a noise-free view that exposes nobody here
+    powers, factor, pivots = view
     shifts = powers[:, owners, :].transpose(0, 2, 1).reshape(-1, owners.size)
     solved = scipy.linalg.solve_triangular(factor[pivots], shifts[pivots], lower=True,
                                            check_finite=False)
     return np.einsum("ij,ij->j", solved, solved)
+
+
+def _shifted_gram(lower: NDArray[np.float64], powers: NDArray[np.float64],
+                  pivots: NDArray[np.int64], d: int, owners: NDArray[np.int64]
+                  ) -> NDArray[np.float64]:
+    """G_i[s, t] = (Z^s a_i)^T C^+ (Z^t a_i) for the owners: shape (owners, T, T).
+
+    Z^s a_i (the move of the view when owner i's round-s contribution grows by 1)
+    vanishes before round s, and ``lower`` (= L[pivots]) is lower triangular
+    round by round, so its solve starts at round s's first pivot.
+    """
+    rounds = powers.shape[0]
+    pivot_round, pivot_slot = pivots // d, pivots % d
+    starts = np.searchsorted(pivot_round, np.arange(rounds))
+    solved = np.zeros((rounds, pivots.size, owners.size))
+    for s in range(rounds):
+        first = starts[s]
+        rhs = powers[pivot_round[first:, None] - s, owners[None, :], pivot_slot[first:, None]]
+        solved[s, first:] = scipy.linalg.solve_triangular(
+            lower[first:, first:], rhs, lower=True, check_finite=False)
+    stacked = solved.transpose(2, 0, 1)                   # (owners, T, K)
+    return stacked @ stacked.transpose(0, 2, 1)
+
+
+def dsgd_information(problem: AuditProblem, k: int, owners: NDArray[np.int64]
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """sum_{s,t} |G_i[s, t]| and sum_{s,t} G_i[s, t], G_i = A_i^T C^+ A_i, per owner.
+
+    In D-SGD owner i's contribution enters every round; A_i's column s is the
+    move of the view when it grows by 1 in round s, Z^s a_i (a_i shifted by s
+    rounds: the dynamics do not depend on t).  The first sum bounds mu_ik^2
+    over per-round changes of norm <= 1, the second is mu^2 when every round
+    changes by the same unit step; they agree when G_i >= 0 entrywise.
+    Owners must not be exposed (then every column lies in range(C)).  Owners
+    go in chunks of DSGD_CHUNK_BYTES of workspace.
+    """
+    view = _view_factor(problem, k)
+    if view is None:
+        return np.zeros(owners.size), np.zeros(owners.size)
+    powers, factor, pivots = view
+    lower = factor[pivots]
+    d = problem.neighbours[k].size
+    per_owner = 8.0 * problem.rounds * max(pivots.size, problem.rounds)  # solves, or Gram
+    chunk = max(1, int(DSGD_CHUNK_BYTES // per_owner))
+    absolute, plain = np.zeros(owners.size), np.zeros(owners.size)
+    for start in range(0, owners.size, chunk):
+        gram = _shifted_gram(lower, powers, pivots, d, owners[start:start + chunk])
+        absolute[start:start + chunk] = np.abs(gram).sum(axis=(1, 2))
+        plain[start:start + chunk] = gram.sum(axis=(1, 2))
+    return absolute, plain
 
 
 def _pseudo_inverse_root(covariance: NDArray[np.float64]) -> NDArray[np.float64] | None:
@@ -326,16 +397,27 @@ def workspace_bytes(problem: AuditProblem, k: int, n_owners: int, method: str) -
     """Bytes of the largest arrays the method allocates for observer k."""
     d = problem.neighbours[k].size
     n, rounds = problem.variance.size, problem.rounds
-    if method == "batch":
+    if method == "batch" or problem.model == "dsgd":
         size = rounds * d
         noisy = int(np.count_nonzero(problem.variance))
-        return 8.0 * (rounds * n * d * 2 + 4 * size * noisy + size * size + 2 * size * n_owners)
+        common = 8.0 * (rounds * n * d * 2 + 4 * size * noisy + size * size)
+        if problem.model == "dsgd":  # the solves of one chunk of owners, and their Gram matrices
+            solves = 8.0 * rounds * max(size, rounds) * n_owners
+            return common + 3 * min(solves, DSGD_CHUNK_BYTES)
+        return common + 8.0 * 2 * size * n_owners
     hidden = n - d
     return 8.0 * (4 * hidden * hidden + 3 * hidden * n_owners + n * n)
 
 
-def observer_column(problem: AuditProblem, k: int, method: str | None = None
-                    ) -> NDArray[np.float64]:
+def _wanted_owners(n: int, k: int, wanted: NDArray[np.bool_] | None) -> NDArray[np.bool_]:
+    """Mask of the owners to compute: ``wanted`` (all by default), never k itself."""
+    mask = np.ones(n, dtype=bool) if wanted is None else np.asarray(wanted, dtype=bool).copy()
+    mask[k] = False
+    return mask
+
+
+def observer_column(problem: AuditProblem, k: int, method: str | None = None,
+                    wanted: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
     """mu_ik for every owner i against observer k (NaN at i = k).
 
     A heard owner i shows its round-0 message s_i + z_i eta_i^0 directly and,
@@ -343,15 +425,22 @@ def observer_column(problem: AuditProblem, k: int, method: str | None = None
     (inf if z_i = 0).  A hidden owner is exposed (inf) when the revealed
     subspace reaches it; the others get sqrt of their Fisher information.
     ``method`` forces "batch" or "filter" (tests); None picks the cheaper.  The
-    filter hands an ill-conditioned view over to the batch method.
+    filter hands an ill-conditioned view over to the batch method.  In the
+    D-SGD model: the upper bound of :func:`observer_bounds`.  ``wanted``: a
+    mask of the owners to compute (default all); the others stay NaN.
     """
+    if problem.model == "dsgd":
+        return _dsgd_bounds(problem, k, wanted)[0]
     variance = observer_variance(problem, k)
     n = variance.size
     column = np.full(n, np.nan)
+    wanted = _wanted_owners(n, k, wanted)
     heard = problem.neighbours[k]
+    is_heard = np.zeros(n, dtype=bool)
+    is_heard[heard] = True
     with np.errstate(divide="ignore"):
-        column[heard] = 1.0 / np.sqrt(variance[heard])
-    owners = np.setdiff1d(np.arange(n), np.append(heard, k))
+        column[is_heard & wanted] = 1.0 / np.sqrt(variance[is_heard & wanted])
+    owners = np.flatnonzero(wanted & ~is_heard)
     if owners.size == 0:
         return column
     exposed = revealed_leverage(problem, k)[owners] > LEVERAGE_TOL
@@ -366,3 +455,117 @@ def observer_column(problem: AuditProblem, k: int, method: str | None = None
         information = batch_information(problem, k, owners)
     column[owners] = np.sqrt(np.maximum(information, 0.0))
     return column
+
+
+def _dsgd_bounds(problem: AuditProblem, k: int, wanted: NDArray[np.bool_] | None = None
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`observer_bounds` in the D-SGD model (the batch method only).
+
+    The upper bound is also capped at sqrt(T) / z_i: owner i's T messages are
+    T Gaussian mechanisms of sensitivity 1 and noise z_i, and k's view is a
+    post-processing of them and of noise independent of i's data, so
+    G_i <= I / z_i^2 (Loewner order) and delta^T G_i delta <= T / z_i^2.
+
+    Exposure is the gossip model's: if a functional f of the view cancels the
+    noise and reads the round-s change (f^T Z^s a_i != 0), f shifted back by s
+    rounds cancels the noise of a (T - s)-round gossip view and reads s_i.
+    A heard owner is not a special case here: its later messages also carry
+    the state, which depends on the others' noise.
+    """
+    variance = observer_variance(problem, k)
+    n = variance.size
+    upper = np.full(n, np.nan)
+    owners = np.flatnonzero(_wanted_owners(n, k, wanted))
+    if owners.size == 0:
+        return upper, upper.copy()
+    exposed = revealed_leverage(problem, k)[owners] > LEVERAGE_TOL
+    upper[owners[exposed]] = np.inf
+    owners = owners[~exposed]
+    lower = upper.copy()
+    if owners.size == 0 or problem.neighbours[k].size == 0:
+        upper[owners] = lower[owners] = 0.0
+        return upper, lower
+    absolute, plain = dsgd_information(problem, k, owners)
+    with np.errstate(divide="ignore"):
+        composition = problem.rounds / variance[owners]   # T / z_i^2, inf without noise
+    upper[owners] = np.sqrt(np.minimum(np.maximum(absolute, 0.0), composition))
+    lower[owners] = np.sqrt(np.maximum(plain, 0.0))
+    return upper, lower
+
+
+def observer_bounds(problem: AuditProblem, k: int, method: str | None = None,
+                    wanted: NDArray[np.bool_] | None = None
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(mu, mu_lower) of every owner against observer k (NaN at i = k).
+
+    Gossip: both are :func:`observer_column`'s exact mu.  D-SGD: mu =
+    sqrt(min(sum_{s,t} |G_i[s, t]|, T / z_i^2)) bounds the privacy loss over
+    every sequence of per-round changes of norm <= 1, and mu_lower = sqrt(sum_{s,t} G_i[s, t]) is
+    the loss of one such sequence (the same unit change every round), so the
+    exact loss lies between them; they are equal when G_i >= 0 entrywise.
+    """
+    if problem.model == "dsgd":
+        return _dsgd_bounds(problem, k, wanted)
+    column = observer_column(problem, k, method, wanted)
+    return column, column
+
+
+def stranger_mu_max(
+    adjacency: NDArray[np.float64],
+    noise: NDArray[np.float64],
+    social: NDArray[np.bool_],
+    rounds: int,
+    *,
+    knows_own_noise: bool = True,
+    model: str = "gossip",
+    weights: sp.csr_array | None = None,
+) -> tuple[int, float | None]:
+    """Exposed stranger pairs and the largest finite stranger mu, from arrays (internal).
+
+    The two numbers of ``privacy_audit(...).summary()`` that a topology search
+    needs (``exposed_stranger_pairs``, ``stranger_mu_max``), without building
+    a Network, a Topology or the (n, n) result, computing only the stranger
+    owners of every observer.  Trusts its inputs, like the rest of this module.
+
+    Parameters
+    ----------
+    adjacency : ndarray of shape (n, n)
+        The topology's links (non-zero off the diagonal), symmetric.
+    noise : ndarray of shape (n,)
+        z_j of every device (0: no noise).
+    social : ndarray of shape (n, n), bool
+        True where two devices are social neighbours (those pairs are not strangers).
+    rounds : int >= 1
+    knows_own_noise, model
+        As in :func:`topokit.design.audit.privacy_audit`.
+    weights : sparse (n, n), optional
+        W; default the Lazy-Metropolis matrix of ``adjacency``.
+
+    Returns
+    -------
+    (int, float or None)
+        The count of exposed stranger pairs (mu = inf) and the largest finite
+        stranger mu (None when there is none).
+    """
+    from ..kernels import lazy_metropolis
+
+    links = np.asarray(adjacency) != 0
+    np.fill_diagonal(links, False)
+    if weights is None:
+        weights = sp.csr_array(lazy_metropolis(links.astype(np.float64)))
+    problem = AuditProblem(weights, tuple(np.flatnonzero(row) for row in links),
+                           np.asarray(noise, dtype=np.float64) ** 2, rounds,
+                           knows_own_noise, model)
+    strangers = ~np.asarray(social, dtype=bool)
+    exposed, largest = 0, None
+    for k in range(links.shape[0]):
+        wanted = strangers[:, k].copy()
+        wanted[k] = False
+        if not wanted.any():
+            continue
+        values = observer_column(problem, k, wanted=wanted)[wanted]
+        exposed += int(np.isinf(values).sum())
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            largest = max(largest if largest is not None else 0.0, float(finite.max()))
+    return exposed, largest

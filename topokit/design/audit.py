@@ -12,21 +12,22 @@ device's private value.  In round t = 0, ..., T-1 device j sends
 m_j^t = x_j^t + z_j eta_j^t to its neighbours, eta_j^t ~ N(0, 1) fresh each
 round (z_j the device's noise multiplier: the given z for DP devices, 0 for
 the others, unless a per-device mapping says otherwise); then
-x^{t+1} = W m^t, W the Lazy-Metropolis matrix of the topology (DeepPrivacy
-eq. 4).
+x^{t+1} = W m^t, W the topology's mixing matrix: Lazy-Metropolis (DeepPrivacy
+eq. 4) unless the topology carries weights (:meth:`Topology.mixing_matrix`).
 
 **The threat model.**  The observer k sees m_j^t of every topology
 neighbour j != k for t < T (not the messages it sends, nor x^T), knows W,
 every z_j and every private value except s_i.  What it knows of its own noise
 draws is an option:
 
-- ``observer_knows_own_noise=False`` (default): it does not use them, as an
-  eavesdropper on the links into k would not know them.  This is the reading
-  under which the numbers measured in the issue that specifies the audit hold
-  (Fig. 2(b): 2 exposed stranger pairs of 16);
-- ``True``: k is the participating device, which drew its own noise.  Its own
-  draws then never protect anyone against it, so mu can only grow (Fig. 2(b):
-  4 exposed pairs).
+- ``observer_knows_own_noise=True`` (default): k is the participating
+  device, which drew its own noise.  Its own draws then never protect anyone
+  against it.  This is the stronger adversary, so the default audit holds
+  against both (Fig. 2(b): 4 exposed stranger pairs of 16);
+- ``False``: k does not use them, as an eavesdropper on the links into k
+  would not know them; mu can only be lower.  This is the reading under which
+  the numbers measured in the issue that specifies the audit hold
+  (Fig. 2(b): 2 exposed stranger pairs of 16).
 
 The view is Gaussian with mean A s and covariance C; changing s_i by the
 sensitivity 1 moves its mean by a_i = A e_i (a_i[t, j] = (W^t)_{ji}), so
@@ -38,6 +39,40 @@ and mu_ik = inf when a_i has a component outside range(C): k combines its
 observations to cancel every noise term and reads s_i ("exposed").
 For any delta, (epsilon, delta)-DP follows from mu exactly (Balle and Wang's
 Gaussian mechanism [3]_ with sigma = 1 / mu): :meth:`PrivacyAudit.epsilon`.
+
+**D-SGD** (``model="dsgd"``).  A device's private contribution enters every
+round: m_j^t = x_j^t + u_j^t + z_j eta_j^t, x^{t+1} = W m^t, x^0 = 0, where
+u_i^t (a gradient step) may change by at most the sensitivity (1; z is in
+units of it) in every round, independently, between neighbouring datasets of
+owner i.  Gossip is the case u^0 = s, u^t = 0 after.  The view's noise is the
+same as in gossip; its mean moves by A_i delta, delta in R^T the per-round
+changes, with A_i's column s = Z^s a_i (a_i shifted by s rounds).  With
+G_i = A_i^T C^+ A_i (T x T), mu_ik^2 = sup_delta sum over coordinates of
+delta^T G_i delta, the supremum over per-round changes of l2 norm <= 1 (a
+d-dimensional clipped gradient: coordinates independent, sharing W).  Since
+<delta_s, delta_t> <= 1 this is at most sum_{s,t} |G_i[s, t]|, and, as k's
+view is a post-processing of owner i's T messages (each a Gaussian mechanism
+with noise z_i) and of noise independent of i's data, at most T / z_i^2:
+
+.. math:: \\mu_{ik} = \\sqrt{\\min\\Big(\\sum_{s,t} |G_i[s,t]|,\\ T / z_i^2\\Big)},
+
+an upper bound, reported as ``mu``.  ``mu_lower`` = sqrt(sum_{s,t} G_i[s, t])
+is the loss of one admissible change (the same unit step every round), so the
+exact loss lies in [mu_lower, mu]; both are equal (:attr:`PrivacyAudit.tight`)
+when G_i >= 0 entrywise.  mu = inf when a column of A_i leaves range(C), which
+happens exactly for the pairs exposed in gossip (a functional that reads
+round s's change, shifted back by s rounds, reads s_i in a shorter gossip view).
+
+**Which guarantee holds for which model.**  Gossip of fixed values: ``mu`` is
+exact.  Linear D-SGD with contributions that do not depend on the state:
+``mu`` is a guarantee (an upper bound of the exact loss).  Real, non-linear
+D-SGD: a gradient depends on the state, which depends on the others' noise
+and on i's own earlier contributions; the audit's view is then a
+linearisation and its numbers an approximation, not a guarantee.  What holds
+rigorously there is the composition bound sqrt(T) / z_i of a DP owner
+against anyone (its messages are T adaptive Gaussian mechanisms, the rest is
+post-processing); a non-DP owner sends its contributions in the clear and
+keeps no rigorous protection beyond what the linear model suggests.
 
 **How it is computed.**  Per observer (observers in parallel threads):
 exposure from the subspace of noise-free functionals of s that the view
@@ -51,9 +86,11 @@ many devices (it hands an ill-conditioned view back to the square-root
 method).  ``topokit.testing.naive_audit`` is the direct dense twin the tests
 compare with (1e-9 relative).
 
-**Exactness.**  Exact for linear gossip; in decentralized SGD a device's
-model goes through non-linear gradient steps, and this audit of the averaging
-alone is then an approximation of what a neighbour's view reveals.  In
+D-SGD uses the square-root method for every observer and every owner (heard
+ones included: their later messages also carry the state), with the T shifted
+columns solved together.
+
+**Exactness.**  See above for which guarantee holds for which model.  In
 floating point, directions of the view whose noise is below 1e-12 of the
 largest are dropped, which can only lower mu: a pair that draws most of its
 mu from them (long horizons, near-exposed pairs, mu in the hundreds or more)
@@ -83,10 +120,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
-from .._checks import check_fits_in_memory, check_int, check_real
+from .._checks import check_choice, check_fits_in_memory, check_int, check_real
 from .._io import jsonable
 from ..errors import InvalidInputError, NodeNotFoundError
-from ..kernels import lazy_metropolis
 from . import _audit_kernels as kernels
 from .network import Network, Topology, _brief
 
@@ -94,6 +130,8 @@ __all__ = ["PrivacyAudit", "privacy_audit"]
 
 #: Bisection steps of the mu -> epsilon conversion (each halves the bracket).
 _BISECTION_STEPS = 200
+#: A D-SGD bound is tight when mu_lower is within this (relative) of mu.
+_TIGHT_RTOL = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +161,13 @@ class PrivacyAudit:
         Whether an observer used its own noise draws (see :mod:`topokit.design.audit`).
     observers : tuple
         The audited observers.
+    model : {"gossip", "dsgd"}
+        What a device's private value is (see :mod:`topokit.design.audit`).
+    mu_lower : ndarray of shape (n, n) or None
+        D-SGD only: the privacy loss of one sequence of per-round changes (the
+        same unit change every round), a lower bound of the exact loss, which
+        lies in [mu_lower, mu]; equal to ``mu`` where the bound is tight
+        (:attr:`tight`).  None for gossip, where ``mu`` is exact.
     """
 
     mu: NDArray[np.float64]
@@ -132,8 +177,10 @@ class PrivacyAudit:
     social: NDArray[np.bool_]
     topology: Topology
     delta: float | None = None
-    observer_knows_own_noise: bool = False
+    observer_knows_own_noise: bool = True
     observers: tuple[Hashable, ...] = ()
+    model: str = "gossip"
+    mu_lower: NDArray[np.float64] | None = None
 
     @property
     def audited(self) -> NDArray[np.bool_]:
@@ -148,6 +195,19 @@ class PrivacyAudit:
     def stranger(self) -> NDArray[np.bool_]:
         """(n, n) mask of the audited pairs that are not social neighbours."""
         return self.audited & ~self.social
+
+    @property
+    def tight(self) -> NDArray[np.bool_]:
+        """(n, n) mask of the audited pairs whose ``mu`` is the exact loss, not only a bound.
+
+        Every audited pair for gossip; for D-SGD the pairs with ``mu_lower``
+        within 1e-9 (relative) of ``mu``, and the exposed ones.
+        """
+        if self.mu_lower is None:
+            return self.audited
+        with np.errstate(invalid="ignore"):
+            close = (self.mu_lower >= self.mu * (1 - _TIGHT_RTOL)) | np.isinf(self.mu)
+        return self.audited & close
 
     def epsilon(self, delta: float) -> NDArray[np.float64]:
         """Epsilon of every pair at ``delta``: (epsilon, delta)-DP equivalent to mu-GDP.
@@ -181,7 +241,8 @@ class PrivacyAudit:
         -------
         pandas.DataFrame
             Columns ``owner``, ``observer``, ``social`` (bool), ``mu`` (inf:
-            exposed) and, when the audit has a ``delta``, ``epsilon``.
+            exposed), for D-SGD ``mu_lower``, and, when the audit has a
+            ``delta``, ``epsilon`` (of ``mu``).
         """
         import pandas as pd
 
@@ -192,6 +253,8 @@ class PrivacyAudit:
             "social": self.social[owners, observers],
             "mu": self.mu[owners, observers],
         }
+        if self.mu_lower is not None:
+            columns["mu_lower"] = self.mu_lower[owners, observers]
         if self.delta is not None:
             columns["epsilon"] = self.epsilon(self.delta)[owners, observers]
         return pd.DataFrame(columns)
@@ -202,13 +265,15 @@ class PrivacyAudit:
         Returns
         -------
         dict
-            ``stranger_pairs``, ``exposed_stranger_pairs`` (mu = inf),
+            ``model``; ``stranger_pairs``, ``exposed_stranger_pairs`` (mu = inf),
             ``stranger_mu_median``, ``stranger_mu_p90``, ``stranger_mu_max``
             (over the finite mu; None if there are none), and the same for
-            ``social``; with a ``delta``, also ``delta`` and
-            ``stranger_epsilon_max`` (finite pairs).
+            ``social``; for D-SGD also ``tight_stranger_pairs`` (finite pairs
+            whose mu is exact, not only a bound) and ``stranger_mu_lower_max``;
+            with a ``delta``, also ``delta`` and ``stranger_epsilon_max``
+            (finite pairs).
         """
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"model": self.model}
         for name, mask in (("stranger", self.stranger), ("social", self.audited & self.social)):
             values = self.mu[mask]
             finite = values[np.isfinite(values)]
@@ -218,6 +283,11 @@ class PrivacyAudit:
             out[f"{name}_mu_median"] = _number(quantiles[0])
             out[f"{name}_mu_p90"] = _number(quantiles[1])
             out[f"{name}_mu_max"] = _number(finite.max()) if finite.size else None
+        if self.mu_lower is not None:
+            finite = self.stranger & np.isfinite(self.mu)
+            out["tight_stranger_pairs"] = int((finite & self.tight).sum())
+            out["stranger_mu_lower_max"] = (_number(self.mu_lower[finite].max())
+                                            if finite.any() else None)
         if self.delta is not None:
             values = self.mu[self.stranger]
             finite = values[np.isfinite(values)]
@@ -228,8 +298,10 @@ class PrivacyAudit:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: settings, summary, mu (null where not finite) and exposure."""
+        lower = {} if self.mu_lower is None else {"mu_lower": self.mu_lower}
         return jsonable({
             "nodes": list(self.nodes),
+            "model": self.model,
             "rounds": self.rounds,
             "noise_multiplier": self.noise,
             "observer_knows_own_noise": self.observer_knows_own_noise,
@@ -237,6 +309,7 @@ class PrivacyAudit:
             "topology": self.topology.to_dict(),
             "summary": self.summary(),
             "mu": self.mu,
+            **lower,
             "exposed": np.isinf(self.mu),
         })
 
@@ -349,13 +422,13 @@ def _check_observers(net: Network, observers: Any) -> list[int]:
 
 
 def _problem(net: Network, topology: Topology, noise: NDArray, rounds: int,
-             knows_own_noise: bool) -> kernels.AuditProblem:
+             knows_own_noise: bool, model: str = "gossip") -> kernels.AuditProblem:
     from .features import _adjacency
 
     adjacency = _adjacency(net, topology)
-    weights = sp.csr_array(lazy_metropolis(adjacency))
+    weights = sp.csr_array(topology.mixing_matrix(net.nodes))  # Lazy-Metropolis unless weighted
     neighbours = tuple(np.flatnonzero(row) for row in adjacency)
-    return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise)
+    return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise, model)
 
 
 _MEMORY_FIX = "audit fewer observers (observers=...), fewer rounds, or use fewer threads (n_jobs)"
@@ -382,8 +455,9 @@ def _thread_count(n_jobs: int, n_tasks: int) -> int:
 
 
 def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
-             progress: Callable[[int, int], Any] | None) -> dict[int, NDArray]:
-    """mu's column of every observer, in threads.
+             progress: Callable[[int, int], Any] | None
+             ) -> dict[int, tuple[NDArray, NDArray]]:
+    """The columns of mu and mu_lower of every observer, in threads.
 
     BLAS runs on one thread throughout (threadpoolctl): the observers' matrices
     are small, and a BLAS pool spinning next to them (or next to other
@@ -393,10 +467,10 @@ def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
     import joblib
     from threadpoolctl import threadpool_limits
 
-    def one(k: int) -> tuple[int, NDArray]:
-        return k, kernels.observer_column(problem, k)
+    def one(k: int) -> tuple[int, tuple[NDArray, NDArray]]:
+        return k, kernels.observer_bounds(problem, k)
 
-    columns: dict[int, NDArray] = {}
+    columns: dict[int, tuple[NDArray, NDArray]] = {}
     with threadpool_limits(limits=1, user_api="blas"):
         results = map(one, observers) if threads == 1 else joblib.Parallel(
             n_jobs=threads, prefer="threads", return_as="generator_unordered")(
@@ -416,7 +490,8 @@ def privacy_audit(
     noise_multiplier: float | Mapping[Hashable, float] = 1.0,
     delta: float | None = None,
     observers: Iterable[Hashable] | None = None,
-    observer_knows_own_noise: bool = False,
+    observer_knows_own_noise: bool = True,
+    model: str = "gossip",
     n_jobs: int = 1,
     progress: Callable[[int, int], Any] | None = None,
 ) -> PrivacyAudit:
@@ -439,9 +514,17 @@ def privacy_audit(
         :meth:`PrivacyAudit.summary`.
     observers : iterable of device ids, optional
         Audit only these observers (their columns of ``mu``); default all.
-    observer_knows_own_noise : bool, default False
-        Whether the observer uses its own noise draws (see the threat model
-        in :mod:`topokit.design.audit`).
+    observer_knows_own_noise : bool, default True
+        Whether the observer uses its own noise draws: True audits the
+        participating device (the stronger adversary), False an eavesdropper
+        on its incoming links (see the threat model in
+        :mod:`topokit.design.audit`).
+    model : {"gossip", "dsgd"}, default "gossip"
+        "gossip": the private value is the devices' starting point x^0 (it
+        enters once; mu is exact).  "dsgd": it enters every round as a
+        contribution (a gradient step) that may change by the sensitivity in
+        each round; mu is an upper bound over all such changes, exact where
+        ``PrivacyAudit.tight`` (see :mod:`topokit.design.audit`).
     n_jobs : int, default 1
         Threads over observers (-1: all cores).  BLAS is limited to one thread
         while the audit runs (threadpoolctl).
@@ -475,17 +558,26 @@ def privacy_audit(
 
     Examples
     --------
-    DeepPrivacy's Fig. 2(b) (DP devices C, D, E), z = 1, 30 rounds:
+    DeepPrivacy's Fig. 2(b) (DP devices C, D, E), z = 1, 30 rounds; the
+    observers are the participating devices (the default):
 
     >>> from topokit import load_example
-    >>> audit = privacy_audit(load_example("toy"), rounds=30)
+    >>> toy = load_example("toy")
+    >>> audit = privacy_audit(toy, rounds=30)
     >>> s = audit.summary()
     >>> s["stranger_pairs"], s["exposed_stranger_pairs"]
-    (16, 2)
+    (16, 4)
     >>> round(s["stranger_mu_median"], 2), round(s["stranger_mu_max"], 2)
     (1.0, 1.37)
     >>> float(audit.mu[audit.nodes.index("B"), audit.nodes.index("D")])  # D reads B's value
     inf
+
+    An eavesdropper on the links into each device, which does not know that
+    device's noise draws, reads two of those four (the issue's reading):
+
+    >>> privacy_audit(toy, rounds=30, observer_knows_own_noise=False).summary()[
+    ...     "exposed_stranger_pairs"]
+    2
     """
     from .._jobs import check_n_jobs
 
@@ -498,18 +590,23 @@ def privacy_audit(
     if not isinstance(observer_knows_own_noise, (bool, np.bool_)):
         raise InvalidInputError(
             f"observer_knows_own_noise must be True or False; got {observer_knows_own_noise!r}")
+    model = check_choice(model, "model", kernels.MODELS)
     threads = _thread_count(check_n_jobs(n_jobs), len(chosen))
     _check_memory(net.n_devices, rounds)
-    problem = _problem(net, topology, noise, rounds, bool(observer_knows_own_noise))
+    problem = _problem(net, topology, noise, rounds, bool(observer_knows_own_noise), model)
     _check_memory(net.n_devices, rounds, problem, chosen, threads)
     mu = np.full((net.n_devices, net.n_devices), np.nan)
-    for k, column in _columns(problem, chosen, threads, progress).items():
+    lower = mu.copy() if model == "dsgd" else None
+    for k, (column, column_lower) in _columns(problem, chosen, threads, progress).items():
         mu[:, k] = column
+        if lower is not None:
+            lower[:, k] = column_lower
     social = net.social_adjacency.astype(bool)
-    for array in (mu, noise, social):
-        array.flags.writeable = False
+    for array in (mu, noise, social, lower):
+        if array is not None:
+            array.flags.writeable = False
     return PrivacyAudit(
         mu=mu, nodes=tuple(net.nodes), rounds=rounds, noise=noise, social=social,
         topology=topology, delta=delta, observer_knows_own_noise=bool(observer_knows_own_noise),
-        observers=tuple(net.nodes[k] for k in chosen),
+        observers=tuple(net.nodes[k] for k in chosen), model=model, mu_lower=lower,
     )

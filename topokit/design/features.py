@@ -4,8 +4,10 @@
 quantities that decide how fast decentralized SGD with partial DP reaches a
 target accuracy over it, beyond DeepPrivacy's (H, phi) [1]_:
 
-- **mixing**: the hitting time H and spectral gap of the Lazy-Metropolis
-  matrix W, and the *effective number of neighbours* of Vogels et al. [2]_;
+- **mixing**: the hitting time H and spectral gap of the mixing matrix W
+  (:meth:`Topology.mixing_matrix <topokit.design.network.Topology.mixing_matrix>`:
+  the topology's link weights if it carries any, else Lazy-Metropolis), and
+  the *effective number of neighbours* of Vogels et al. [2]_;
 - **DP noise**: the variance the DP devices' Gaussian noise leaves in the
   network average, in the devices' disagreement, and at the average device;
 - **heterogeneity** (when each device's class counts are known, given or
@@ -45,7 +47,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
-from ..kernels import hitting_time_and_gap, lazy_metropolis
+from ..kernels import hitting_time_and_gap, lazy_metropolis, max_hitting_time, spectral_gap
 from .network import Network, Topology, _check_class_counts
 
 __all__ = [
@@ -157,7 +159,8 @@ class TopologyFeatures:
     phi : float
         DeepPrivacy's DP ratio: ends of non-social links over |V|.
     hitting_time : float
-        H = max_ij m_ij of the Lazy-Metropolis walk (``inf`` if disconnected).
+        H = max_ij m_ij of the random walk on W (Lazy-Metropolis unless the
+        topology carries weights; ``inf`` if disconnected).
     spectral_gap : float
         1 - max(|lambda_2|, |lambda_n|) of W (0 if disconnected).
     effective_neighbours : float
@@ -208,7 +211,7 @@ class _Spectrum(NamedTuple):
 
     values: NDArray[np.float64]  # eigenvalues of the non-consensus modes
     vectors: NDArray[np.float64]  # their eigenvectors, one per column
-    connected: bool
+    connected: bool  # every non-consensus mode decays: |lambda_k| < 1
 
 
 def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.float64]:
@@ -251,7 +254,10 @@ def _spectrum(weights: NDArray[np.float64]) -> _Spectrum:
     values, vectors = np.linalg.eigh(weights)
     # W is doubly stochastic: its largest eigenvalue is 1 with the constant vector; drop it.
     values, vectors = values[:-1], vectors[:, :-1]
-    connected = values.size == 0 or values.max() < 1.0 - _UNIT_EIGENVALUE_TOL
+    # |lambda|: a weighted W need not be lazy, and an eigenvalue -1 (a bipartite graph with
+    # zero self-weights) never decays either.  Lazy-Metropolis eigenvalues are >= 0, so for
+    # it this is the test of lambda_2 alone.
+    connected = values.size == 0 or np.abs(values).max() < 1.0 - _UNIT_EIGENVALUE_TOL
     return _Spectrum(values, vectors, bool(connected))
 
 
@@ -364,9 +370,17 @@ def topology_features(
 
     Notes
     -----
-    W is the Lazy-Metropolis matrix of the topology (symmetric, doubly
-    stochastic, eigenvalues 1 = lambda_1 > lambda_2 >= ... >= 0 with
-    eigenvectors u_k when connected).  DP device i adds Gaussian noise of
+    W is the topology's mixing matrix, :meth:`Topology.mixing_matrix
+    <topokit.design.network.Topology.mixing_matrix>`: the Lazy-Metropolis
+    matrix (eigenvalues 1 = lambda_1 > lambda_2 >= ... >= 0 when connected)
+    or, for a topology that carries link weights (such as
+    :func:`topokit.design.mixing.fastest_mixing_topology`'s), the matrix of
+    those weights (eigenvalues in [-1, 1]); symmetric and doubly stochastic
+    either way, with eigenvectors u_k.  H is then the hitting time of the
+    random walk on W and the gap 1 - max(|lambda_2|, |lambda_n|).  The
+    predictors shipped with topokit were fitted on runs that mixed with
+    Lazy-Metropolis weights only: their predictions for weighted topologies
+    extrapolate.  DP device i adds Gaussian noise of
     per-coordinate variance :math:`s_i^2 \\eta_t^2`,
     :math:`s_i = z\\,2C(1/B_i + K - 1)` (clipped sensitivity, Algorithm 1),
     to the model it sends; the other devices add none.  Since
@@ -444,26 +458,36 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
               else check_class_counts(class_counts, net.n_devices))
     dp_mask = np.zeros(net.n_devices, dtype=bool)
     dp_mask[[net.index[node] for node in topology.dp_devices]] = True
-    return features_of_arrays(net, _adjacency(net, topology), dp_mask, counts, settings)
+    weights = None if topology.weights is None else topology.mixing_matrix(net.nodes)
+    return features_of_arrays(net, _adjacency(net, topology), dp_mask, counts, settings,
+                              weights=weights)
 
 
 def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: NDArray[np.bool_],
                        counts: NDArray[np.float64] | None, settings: FeatureSettings, *,
                        social: NDArray[np.bool_] | None = None,
-                       link_times: NDArray[np.float64] | None = None) -> TopologyFeatures:
+                       link_times: NDArray[np.float64] | None = None,
+                       weights: NDArray[np.float64] | None = None) -> TopologyFeatures:
     """:func:`topology_features` of a topology given as arrays, unchecked.
 
     For searches that score thousands of topologies (:func:`topokit.optimize`):
     ``adjacency`` is the topology's symmetric 0/1 matrix in node order,
     ``dp_mask`` marks its DP devices, ``counts`` are checked class counts or
     None; ``social`` (G_s as a boolean matrix) and ``link_times``
-    (``net.link_times``) may be passed precomputed.  The caller guarantees a
-    valid topology.
+    (``net.link_times``) may be passed precomputed.  ``weights`` is the
+    mixing matrix W in node order (as :meth:`Topology.mixing_matrix` builds
+    it: symmetric, doubly stochastic, >= 0, zero off the adjacency's links);
+    None: the Lazy-Metropolis matrix of ``adjacency``, through the fused
+    kernel as before weights existed.  The caller guarantees a valid
+    topology.
     """
     social = net.social_adjacency > 0 if social is None else social
     link_times = net.link_times if link_times is None else link_times
-    hitting, gap = hitting_time_and_gap(adjacency)
-    weights = lazy_metropolis(adjacency)
+    if weights is None:
+        hitting, gap = hitting_time_and_gap(adjacency)
+        weights = lazy_metropolis(adjacency)
+    else:
+        hitting, gap = max_hitting_time(weights), spectral_gap(weights)
     spectrum = _spectrum(weights)
     variances = _noise_variances(dp_mask, settings, counts)
     linked = adjacency > 0

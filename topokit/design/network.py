@@ -53,9 +53,9 @@ def canonical_pair(u: Hashable, v: Hashable) -> tuple[Hashable, Hashable]:
     return (u, v) if _sort_key(u) <= _sort_key(v) else (v, u)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Topology:
-    """A communication topology G_c = (V, E_c) and its DP devices.
+    """A communication topology G_c = (V, E_c), its DP devices and, optionally, link weights.
 
     Parameters
     ----------
@@ -64,6 +64,26 @@ class Topology:
         duplicates.
     dp_devices : iterable of node ids
         The devices that add differential-privacy noise to what they send.
+    weights : mapping (u, v) -> float or sequence of float, optional
+        Symmetric mixing weights w_l of the links: device i averages
+        ``W_ii x_i + sum_j w_ij x_j`` with self-weight
+        ``W_ii = 1 - sum_j w_ij``.  A mapping names each link once (either
+        orientation); a sequence holds one weight per pair of ``edges`` in the
+        order given (for ``t.edges``, the stored order, so
+        ``Topology(t.edges, t.dp_devices, t.weights)`` is ``t``).  Every weight
+        must be finite and > 0, and each device's link weights must sum to at
+        most 1 (to round-off, 1e-12), so that its self-weight is >= 0.  Stored
+        as a tuple aligned with :attr:`edges`.  None (default): the
+        Lazy-Metropolis weights of DeepPrivacy eq. (4).
+
+    Raises
+    ------
+    InvalidTopologyError
+        A self-loop, a link that is not a pair, a weight on a pair that is not
+        a link, or a device whose link weights sum to more than 1.
+    InvalidInputError
+        Unhashable or missing node ids; weights that are not numbers, not
+        finite or not > 0, or a sequence of the wrong length.
 
     Notes
     -----
@@ -71,29 +91,85 @@ class Topology:
     that is not a social link joins two DP devices and every link has a finite
     delay.  :meth:`validate` raises on the first broken rule;
     :meth:`violations` lists them all.
+
+    :meth:`mixing_matrix` is the one source of the matrix W that training
+    mixes with and the features are computed from:
+    :math:`W = I - \\sum_l w_l (e_i - e_j)(e_i - e_j)^T` with the given
+    weights (symmetric and doubly stochastic by construction, non-negative by
+    the checks above), else Lazy-Metropolis.  Equality and the hash include
+    the weights: a topology with weights equal to the Lazy-Metropolis ones is
+    not equal to the same topology without weights, though both mix alike.
+    A topology is immutable; nothing derives a new one from it but
+    :meth:`with_weights`.  ``Topology(t.edges, t.dp_devices)`` (for instance
+    with links added or removed) and ``dataclasses.replace(t, ...)`` start
+    without weights, so stale weights are never carried to other links.
+
+    Examples
+    --------
+    >>> path = Topology([(0, 1), (1, 2)], dp_devices=[2], weights=[0.5, 0.25])
+    >>> path.weights
+    (0.5, 0.25)
+    >>> path.mixing_matrix([0, 1, 2]).tolist()
+    [[0.5, 0.5, 0.0], [0.5, 0.25, 0.25], [0.0, 0.25, 0.75]]
+    >>> Topology([(0, 1), (1, 2)], weights={(1, 0): 0.5, (1, 2): 0.6})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidTopologyError: the link weights of device 1 sum to 1.1 > 1, so ...
     """
 
     edges: tuple[tuple[Hashable, Hashable], ...]
     dp_devices: frozenset = field(default_factory=frozenset)
+    # Not an init field of the dataclass: dataclasses.replace(t, edges=...) starts without
+    # weights rather than carry them to other links.
+    weights: tuple[float, ...] | None = field(default=None, init=False)
 
     def __init__(
-        self, edges: Iterable[Sequence[Hashable]] = (), dp_devices: Iterable[Hashable] = ()
+        self,
+        edges: Iterable[Sequence[Hashable]] = (),
+        dp_devices: Iterable[Hashable] = (),
+        weights: Mapping[Any, float] | Iterable[float] | None = None,
     ):
-        pairs = set()
+        given = []  # canonical pairs in the order given (weights of a sequence follow it)
         for edge in _collection(edges, "edges", "an iterable of node pairs (u, v)"):
             u, v = _pair(edge)
             if u == v:
                 raise InvalidTopologyError(f"self-loop on node {u!r}: a link must join two devices")
             try:
-                pairs.add(canonical_pair(u, v))
+                given.append(canonical_pair(u, v))
+                hash(given[-1])
             except TypeError:  # unhashable
                 raise InvalidInputError(
                     f"edges: node ids must be strings, numbers or tuples; got {_brief(edge)}"
                 ) from None
-        ordered = sorted(pairs, key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))
+        ordered = sorted(set(given), key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))
         devices = _device_set(dp_devices)
         object.__setattr__(self, "edges", tuple(ordered))
         object.__setattr__(self, "dp_devices", devices)
+        object.__setattr__(self, "weights",
+                           None if weights is None else _link_weights(weights, given, ordered))
+
+    def __repr__(self) -> str:
+        text = f"Topology(edges={self.edges!r}, dp_devices={self.dp_devices!r}"
+        if self.weights is not None:  # 6 significant digits keep it readable
+            shown = ", ".join(f"{w:.6g}" for w in self.weights)
+            text += f", weights=({shown}{',' if len(self.weights) == 1 else ''})"
+        return text + ")"
+
+    def with_weights(self, weights: Mapping[Any, float] | Iterable[float] | None) -> Topology:
+        """The same links and DP devices with ``weights`` (None: Lazy-Metropolis).
+
+        ``weights`` is a mapping (u, v) -> w or a sequence aligned with
+        :attr:`edges`, checked as in :class:`Topology`.
+
+        Examples
+        --------
+        >>> star = Topology([("hub", "a"), ("hub", "b")])
+        >>> star.with_weights({("a", "hub"): 0.5, ("b", "hub"): 0.5}).weights
+        (0.5, 0.5)
+        >>> star.with_weights([0.5, 0.5]).with_weights(None) == star
+        True
+        """
+        return Topology(self.edges, self.dp_devices, weights)
 
     @property
     def n_links(self) -> int:
@@ -105,6 +181,55 @@ class Topology:
         graph.add_nodes_from(nodes)
         graph.add_edges_from(self.edges)
         return graph
+
+    def mixing_matrix(self, nodes: Iterable[Hashable]) -> NDArray[np.float64]:
+        """The mixing matrix W of this topology on ``nodes``, in that order.
+
+        With :attr:`weights`, :math:`W = I - \\sum_l w_l (e_i - e_j)(e_i - e_j)^T`:
+        w_l at (i, j) and (j, i) of every link l = {i, j}, self-weights
+        :math:`W_{ii} = 1 - \\sum_{j \\ne i} w_{ij}` (Boyd, Diaconis and Xiao,
+        SIAM Review 2004, Sec. 5).  Without, the Lazy-Metropolis matrix of
+        DeepPrivacy eq. (4), exactly :func:`topokit.lazy_metropolis` of
+        :meth:`graph`.  Training mixes with this matrix and the features are
+        computed from it.
+
+        Parameters
+        ----------
+        nodes : iterable of node ids
+            Every device (``net.nodes``), linked or not; the row order.
+
+        Returns
+        -------
+        ndarray of shape (n, n)
+            Symmetric, doubly stochastic, non-negative, zero off the links.
+
+        Examples
+        --------
+        >>> Topology([("a", "b")], weights=[0.5]).mixing_matrix(["a", "b", "c"]).tolist()
+        [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+        >>> Topology([("a", "b")]).mixing_matrix(["a", "b"]).tolist()  # Lazy-Metropolis
+        [[0.5, 0.5], [0.5, 0.5]]
+        """
+        from ..kernels import lazy_metropolis  # the kernels compile on first use
+
+        graph = self.graph(nodes)
+        if self.weights is None:
+            return lazy_metropolis(graph)
+        index = {node: k for k, node in enumerate(graph)}
+        matrix = np.zeros((len(index), len(index)))
+        if not index:
+            return matrix
+        rows = np.array([index[u] for u, _ in self.edges], dtype=np.intp)
+        cols = np.array([index[v] for _, v in self.edges], dtype=np.intp)
+        values = np.array(self.weights, dtype=np.float64)
+        matrix[rows, cols] = values
+        matrix[cols, rows] = values
+        # Row sums accumulated in column order, as lazy_metropolis adds them: weights equal
+        # to the Lazy-Metropolis ones give its matrix to the bit.  The clip removes a negative
+        # round-off (node sums may exceed 1 by 1e-12).
+        sums = np.cumsum(matrix, axis=1)[:, -1]
+        matrix[np.diag_indices_from(matrix)] = np.maximum(1.0 - sums, 0.0)
+        return matrix
 
     def non_social_edges(self, net: Network) -> list[tuple[Hashable, Hashable]]:
         """The links of E_c that are not links of the social graph."""
@@ -158,14 +283,27 @@ class Topology:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """``{"edges": [[u, v], ...], "dp_devices": [...]}``, and ``"weights"`` if it has any.
+
+        The weights are a list aligned with ``"edges"``; a topology without
+        weights writes no ``"weights"`` key (its file is that of topokit
+        before weights).
+        """
+        data: dict[str, Any] = {
             "edges": [list(edge) for edge in self.edges],
             "dp_devices": sorted(self.dp_devices, key=_sort_key),
         }
+        if self.weights is not None:
+            data["weights"] = list(self.weights)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Topology:
-        """The topology of a JSON object ``{"edges": [[u, v], ...], "dp_devices": [...]}``."""
+        """The topology of a JSON object ``{"edges": [[u, v], ...], "dp_devices": [...]}``.
+
+        An optional ``"weights"`` list (numbers, one per pair of ``"edges"``,
+        in the same order) gives link weights; absent or null: Lazy-Metropolis.
+        """
         if not isinstance(data, Mapping) or "edges" not in data:
             raise InputFileError(
                 "a topology must be a JSON object with 'edges' (list of [u, v]) and 'dp_devices'"
@@ -184,9 +322,16 @@ class Topology:
             raise InputFileError(
                 f"the topology's 'dp_devices' must be a list of node ids; got {_brief(dp_devices)}"
             )
+        weights = data.get("weights")
+        if weights is not None and not isinstance(weights, list):
+            raise InputFileError(
+                "the topology's 'weights' must be a list of numbers, one per pair of 'edges'; "
+                f"got {_brief(weights)}"
+            )
         return cls(
-            (tuple(_hashable(n) for n in edge) for edge in edges),
+            [tuple(_hashable(n) for n in edge) for edge in edges],
             (_hashable(n) for n in dp_devices),
+            weights,
         )
 
 
@@ -255,6 +400,87 @@ def _pair(edge: Any) -> tuple[Hashable, Hashable]:
     if u is None or v is None:
         raise InvalidInputError(f"edges: a node id is missing (null) in {_brief(edge)}")
     return u, v
+
+
+#: Link weights of a device may sum to 1 + this (round-off of a solver's weights).
+_WEIGHT_SUM_SLACK = 1e-12
+_WEIGHTS_EXPECTED = "a mapping (u, v) -> weight or a sequence with one weight per link"
+
+
+def _weight_value(value: Any, link: tuple[Hashable, Hashable]) -> float:
+    """One link weight as a float: a finite number > 0 (booleans and text refused)."""
+    number = (int, float, np.integer, np.floating)
+    where = f"the weight of link {link[0]!r}-{link[1]!r}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, number):
+        raise InvalidInputError(f"{where} must be a number > 0; got {_brief(value)}")
+    try:
+        weight = float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise InvalidInputError(f"{where} is too large for a float; weights are <= 1") from None
+    if not np.isfinite(weight) or weight <= 0.0:
+        hint = " (leave the link out rather than give it weight 0)" if weight == 0.0 else ""
+        raise InvalidInputError(f"{where} must be a finite number > 0; got {weight!r}{hint}")
+    return weight
+
+
+def _weights_by_link(weights: Any, given: list[tuple[Hashable, Hashable]]) -> dict:
+    """``weights`` (mapping or sequence aligned with ``given``) as {canonical pair: value}."""
+    if isinstance(weights, Mapping):
+        items = []
+        for key, value in weights.items():
+            items.append((canonical_pair(*_pair(key)), value))
+        links = set(given)
+        stray = next((pair for pair, _ in items if pair not in links), None)
+        if stray is not None:
+            raise InvalidTopologyError(
+                f"weights names {stray[0]!r}-{stray[1]!r}, which is not a link of the "
+                "topology; give weights only to its links"
+            )
+    else:
+        if isinstance(weights, np.ndarray) and weights.ndim != 1:
+            raise InvalidInputError(
+                f"weights must be one number per link, not an array of shape {weights.shape}; "
+                "give a mapping (u, v) -> weight or a sequence aligned with the edges"
+            )
+        values = list(_collection(weights, "weights", _WEIGHTS_EXPECTED))
+        if len(values) != len(given):
+            raise InvalidInputError(
+                f"weights must have one entry per edge given ({len(given)}, in the same "
+                f"order); got {len(values)}"
+            )
+        items = list(zip(given, values, strict=True))
+    by_link: dict = {}
+    for pair, value in items:
+        weight = _weight_value(value, pair)
+        if by_link.setdefault(pair, weight) != weight:
+            raise InvalidTopologyError(
+                f"link {pair[0]!r}-{pair[1]!r} is given two weights, {by_link[pair]!r} and "
+                f"{weight!r}; give each link one weight"
+            )
+    return by_link
+
+
+def _link_weights(weights: Any, given: list[tuple[Hashable, Hashable]],
+                  ordered: list[tuple[Hashable, Hashable]]) -> tuple[float, ...]:
+    """Checked link weights aligned with ``ordered`` (the stored edges)."""
+    by_link = _weights_by_link(weights, given)
+    missing = next((pair for pair in ordered if pair not in by_link), None)
+    if missing is not None:
+        raise InvalidInputError(
+            f"weights has no entry for link {missing[0]!r}-{missing[1]!r}; give every link a "
+            "weight (or weights=None for Lazy-Metropolis)"
+        )
+    sums: dict = {}
+    for (u, v), weight in by_link.items():
+        sums[u] = sums.get(u, 0.0) + weight
+        sums[v] = sums.get(v, 0.0) + weight
+    heavy = next((node for node, total in sums.items() if total > 1.0 + _WEIGHT_SUM_SLACK), None)
+    if heavy is not None:
+        raise InvalidTopologyError(
+            f"the link weights of device {heavy!r} sum to {sums[heavy]:.10g} > 1, so its "
+            "self-weight 1 - sum would be negative; give its links smaller weights"
+        )
+    return tuple(by_link[pair] for pair in ordered)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,22 @@ from topokit.training.privacy import (
 )
 
 
+def _mixing_matrix(net, topology):
+    """A of the run: the topology's link weights, else Lazy-Metropolis (eq. 4).
+
+    Written out link by link rather than taken from ``Topology.mixing_matrix``,
+    so that the comparison with the vectorised core also checks that method.
+    """
+    if topology.weights is None:
+        return lazy_metropolis(topology.graph(net.nodes))
+    A = np.zeros((net.n_devices, net.n_devices))
+    for (u, v), w in zip(topology.edges, topology.weights, strict=True):
+        A[net.index[u], net.index[v]] = A[net.index[v], net.index[u]] = w
+    for i in range(net.n_devices):
+        A[i, i] = 1.0 - sum(A[i, j] for j in range(net.n_devices) if j != i)
+    return A
+
+
 def naive_train(
     net, topology, X, y, *, model="logreg", rounds=200, lr=0.2, lr_decay=0.99, local_steps=1,
     batch_size=64, dp=None, partition=None, checkpoint_every=1, seed=None,
@@ -47,7 +63,7 @@ def naive_train(
     if dp_rows:
         q = accounting_sampling_rates(dp, sampler.sizes[dp_rows], batch_size, local_steps)
         z = dict(zip(dp_rows, resolve_noise_multipliers(dp, q, rounds), strict=True))
-    A = lazy_metropolis(topology.graph(net.nodes))
+    A = _mixing_matrix(net, topology)
     params = model.init(n, rngs["init"])
     x = [params[i].copy() for i in range(n)]
 

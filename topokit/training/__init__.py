@@ -1,7 +1,8 @@
 """Training core: D-PSGD with partial differential privacy (DeepPrivacy, Algorithm 1 of [1]_).
 
 Every device takes local minibatch SGD steps and averages with its neighbours
-in a topology with Lazy-Metropolis weights; the DP devices clip per-example
+in a topology with its mixing weights (Lazy-Metropolis unless it carries its
+own); the DP devices clip per-example
 gradients and add Gaussian noise calibrated by :mod:`topokit.dp`, and privacy
 over the run is accounted with dp-accounting.  The paper's training settings
 are in its Appendix D; where topokit departs from them (configurable local

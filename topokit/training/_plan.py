@@ -25,7 +25,6 @@ from .._checks import (
 )
 from ..design.network import Network, Topology
 from ..errors import InvalidInputError, InvalidTopologyError
-from ..kernels import lazy_metropolis
 from ._sampling import PoissonSampler
 from .models import Model, make_model
 from .partition import Partitioner
@@ -108,7 +107,8 @@ class TrainingPlan:
     dp : DPPlan
         Who adds noise, how much, and the accountant's inputs.
     mixing : ndarray of shape (n_devices, n_devices)
-        The topology's Lazy-Metropolis matrix A in node order.
+        The topology's mixing matrix A in node order (its link weights if it
+        carries any, else Lazy-Metropolis; :meth:`Topology.mixing_matrix`).
     convergence : Convergence or None
         Early stopping; None runs every round.
     """
@@ -340,6 +340,6 @@ def plan_training(
         data=data,
         sampler=sampler,
         dp=dp_plan,
-        mixing=lazy_metropolis(topology.graph(net.nodes)),
+        mixing=topology.mixing_matrix(net.nodes),
         convergence=convergence,
     )

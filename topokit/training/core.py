@@ -12,9 +12,11 @@ n_params) array; no Python loop over devices):
 2. every DP device adds Gaussian noise w_i ~ N(0, sigma_t^2 I) to its result
    y_i and sends that same noisy y_i to every neighbour; its own self-term is
    the noisy y_i too (see :mod:`topokit.training.privacy`);
-3. every device averages what it holds with the Lazy-Metropolis weights of
-   the topology: X <- A Y, one (n, n) @ (n, p) product (A in CSR form from
-   16 devices on when it is sparse).
+3. every device averages what it holds with the topology's mixing weights
+   (Lazy-Metropolis unless it carries weights, see
+   :meth:`~topokit.design.network.Topology.mixing_matrix`): X <- A Y, one
+   (n, n) @ (n, p) product (A in CSR form from 16 devices on when it is
+   sparse).
 
 Logistic regression takes fused paths: ||x||^2 of the training rows computed
 once, the per-example softmax residual, clipping and bias gradient in one
