@@ -165,6 +165,8 @@ def reporting_progress(
 
 
 def _format(value: Any) -> str:
+    if value is None:
+        return "-"  # not defined for this column (e.g. no finite stranger mu: all exposed)
     if isinstance(value, float):
         return "inf" if math.isinf(value) else f"{value:.6g}"
     return str(value)

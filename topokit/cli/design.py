@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import typer
 from rich.table import Table
 
 from .._io import write_json
+from ..design.metrics import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
 from ._common import (
     ExampleOpt,
@@ -28,6 +29,64 @@ from ._common import (
 
 __all__ = ["analyze", "design", "generate_app", "generate_siot", "list_examples_command"]
 
+#: The privacy audit's summary entries that design and analyze show for every topology.
+STRANGER_KEYS = ("exposed_stranger_pairs", "stranger_mu_max")
+
+
+class StrangerAudit(NamedTuple):
+    """The network-privacy audit that design and analyze run on every topology they show.
+
+    Partial DP protects a device only against its direct neighbours; this says
+    what strangers learn through the gossip (``topokit audit`` gives every pair).
+    """
+
+    rounds: int                # T; 0 runs no audit
+    noise_multiplier: float    # z of every DP device
+
+    def columns(self, net, topology, noise_multiplier: float | None = None) -> dict[str, Any]:
+        """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
+        ``noise_multiplier`` if given (a bounded design's own z*), else the audit's z."""
+        if self.rounds == 0:
+            return {}
+        from ..design.audit import privacy_audit
+
+        z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
+        summary = privacy_audit(net, topology, rounds=self.rounds,
+                                noise_multiplier=z).summary()
+        return {key: summary[key] for key in STRANGER_KEYS}
+
+    def settings(self) -> dict[str, Any]:
+        """What the audit columns mean, for the JSON outputs."""
+        from ..design.audit import privacy_audit
+
+        knows = privacy_audit.__kwdefaults__["observer_knows_own_noise"]
+        return {"rounds": self.rounds, "noise_multiplier": self.noise_multiplier,
+                "observer_knows_own_noise": knows}
+
+    def caption(self) -> str:
+        """One line under the table saying what the audit rows are."""
+        if self.rounds == 0:
+            return "stranger audit skipped (--audit-rounds 0)"
+        return (f"stranger rows: exact privacy audit of linear gossip over T = {self.rounds} "
+                f"rounds, z = {self.noise_multiplier:g} on every DP device (mu-GDP; an exposed "
+                "pair has mu = inf); every pair: topokit audit")
+
+
+def _stranger_audit(rounds: int, noise_multiplier: float) -> StrangerAudit:
+    """The audit options, checked and named as the user wrote them."""
+    from .._checks import check_int, check_real
+
+    return StrangerAudit(check_int(rounds, "--audit-rounds", low=0),
+                         check_real(noise_multiplier, "--noise-multiplier", low=0))
+
+
+AuditRoundsOpt = typer.Option(
+    DEFAULT_AUDIT_ROUNDS, "--audit-rounds",
+    help="Rounds of gossip the stranger audit watches (0: no audit). mu grows with T and "
+         "levels off once the gossip has mixed.")
+NoiseMultiplierOpt = typer.Option(
+    1.0, "--noise-multiplier", "-z", help="Noise multiplier z of every DP device in the audit.")
+
 
 @handles_user_errors
 def analyze(
@@ -38,26 +97,32 @@ def analyze(
         None, "--predictor",
         help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor; "
              "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
+    audit_rounds: int = AuditRoundsOpt,
+    noise_multiplier: float = NoiseMultiplierOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Metrics of a topology: hitting time, spectral gap, DP ratio, local iterate, predicted time.
 
     Without --topology it analyses the topology stored with the network (the toy
-    example stores the paper's Fig. 2(b)), else the social graph itself.
+    example stores the paper's Fig. 2(b)), else the social graph itself.  The
+    stranger rows come from the exact privacy audit (see ``topokit audit``).
     """
-    from ..design.metrics import evaluate
+    from ..design.baselines import ndlf
     from ..design.time_predictor import load_predictor
 
+    audit = _stranger_audit(audit_rounds, noise_multiplier)
     net = resolve_network(network, example)
     chosen = _topology_for(net, topology) if topology else net.topology
     model = load_predictor(str(predictor)) if predictor else None
-    metrics = evaluate(net, chosen, model)
     label = "given topology" if topology else ("stored topology" if chosen else "social graph")
+    columns = metric_columns(net, {label: chosen or ndlf(net)}, model, audit=audit)
     if as_json:
-        print_json({"network": net.name, "topology": label, **metrics.to_dict()})
+        print_json({"network": net.name, "topology": label, **columns[label],
+                    "stranger_audit": audit.settings()})
         return
     title = f"{net.name or network}: {net.n_devices} devices, {label}"
-    console.print(metrics_table(title, {label: metrics.to_dict()}))
+    console.print(metrics_table(title, columns))
+    console.print(audit.caption(), soft_wrap=True)
 
 
 def _topology_for(net, path: Path):
@@ -80,18 +145,35 @@ def _design_with_progress(net, predictor, *, n_jobs: int, trace: bool, nep_patie
                        nep_patience=nep_patience)
 
 
-def baseline_metrics(net, design, predictor, *, seed: int) -> dict[str, dict[str, Any]]:
-    """Metrics of the baselines next to a design: NDLF, DLFDP and DeepPrivacy-ERG."""
+def baseline_topologies(net, design, *, seed: int) -> dict[str, Any]:
+    """The baselines next to an AutoTag design: NDLF, DLFDP and DeepPrivacy-ERG."""
     from ..design.baselines import dlfdp, erg, ndlf
-    from ..design.metrics import evaluate
 
     topologies = {"NDLF": ndlf(net), "DLFDP": dlfdp(net)}
     try:
         topologies["ERG"] = erg(net, seed=seed, reference=design)
     except InvalidInputError:
         pass  # no connected random graph with AutoTag's link count: nothing to compare
-    return {name: evaluate(net, topology, predictor).to_dict()
-            for name, topology in topologies.items()}
+    return topologies
+
+
+def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: StrangerAudit,
+                   chosen=None) -> dict[str, dict[str, Any]]:
+    """One column of metrics per topology, each with its stranger audit (if asked for).
+
+    A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
+    shown as optimize made it: its metrics and its audit at the noise z* it needs.
+    """
+    from ..design.metrics import evaluate
+
+    columns = {name: {**evaluate(net, topology, predictor).to_dict(),
+                      **audit.columns(net, topology)}
+               for name, topology in topologies.items()}
+    bound = None if chosen is None else chosen.stats.get("stranger_bound")
+    if bound is not None:
+        columns["optimize"] = {**chosen.metrics.to_dict(),
+                               **audit.columns(net, chosen.topology, bound["noise_multiplier"])}
+    return columns
 
 
 METHODS = ("optimize", "autotag")
@@ -121,6 +203,12 @@ def design(
         help="--method autotag: stop NEP after this many snapshots without improvement."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the ERG baseline and of optimize."),
+    max_stranger_mu: float = typer.Option(
+        None, "--max-stranger-mu",
+        help="--method optimize: no stranger pair may have mu above this in the privacy audit "
+             "over --audit-rounds rounds; DP devices add the noise that needs."),
+    audit_rounds: int = AuditRoundsOpt,
+    noise_multiplier: float = NoiseMultiplierOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Design a topology and compare it with NDLF, DLFDP, ERG (and AutoTag).
@@ -130,6 +218,7 @@ def design(
     `analyze --topology`), --plot draws it.
     """
     from .._checks import check_choice, check_int
+    from ..design.time_predictor import load_predictor
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
@@ -137,6 +226,8 @@ def design(
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
+    audit = _stranger_audit(audit_rounds, noise_multiplier)
+    _check_stranger_bound(method, max_stranger_mu, audit)
     if nep_patience is not None:
         if method != "autotag":
             raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
@@ -146,11 +237,15 @@ def design(
     if method == "autotag":
         chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
                                        nep_patience=nep_patience, quiet=as_json)
-        columns = {"AutoTag": chosen.metrics.to_dict(),
-                   **baseline_metrics(net, chosen, model, seed=seed)}
+        topologies = {"AutoTag": chosen.topology, **baseline_topologies(net, chosen, seed=seed)}
     else:
-        chosen, columns = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json)
-    payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns}
+        chosen, topologies = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
+                                        max_stranger_mu=max_stranger_mu,
+                                        audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS)
+        model = load_predictor(model)
+    columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
+    payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
+               "stranger_audit": audit.settings()}
     if output is not None:
         write_json(output, payload)
     if plot is not None:
@@ -161,6 +256,12 @@ def design(
         print_json(payload)
         return
     _print_design(net, network, method, chosen, columns)
+    console.print(audit.caption(), soft_wrap=True)
+    bound = chosen.stats.get("stranger_bound")
+    if bound is not None:
+        console.print(f"stranger bound mu <= {bound['max_stranger_mu']:g}: every DP device of "
+                      f"optimize's design adds z* = {bound['noise_multiplier']:.4g} (its column "
+                      "is audited and predicted at z*)", soft_wrap=True)
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
@@ -189,21 +290,32 @@ def _design_predictor(method: str, predictor: Path | None):
     return model
 
 
-def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool):
-    """optimize's design and the metrics of it and the reference designs under ``model``."""
+def _check_stranger_bound(method: str, max_stranger_mu: float | None,
+                          audit: StrangerAudit) -> None:
+    """--max-stranger-mu: optimize only, a positive number, an audit to bound."""
+    from .._checks import check_real
+
+    if max_stranger_mu is None:
+        return
+    if method != "optimize":
+        raise InvalidInputError("--max-stranger-mu applies to --method optimize only; drop it")
+    check_real(max_stranger_mu, "--max-stranger-mu", low=0, closed="neither")
+    if audit.rounds == 0:
+        raise InvalidInputError("--max-stranger-mu needs the audit: give --audit-rounds >= 1")
+
+
+def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
+               max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS):
+    """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
-    from ..design.metrics import evaluate
-    from ..design.time_predictor import load_predictor
 
     with reporting_progress("local searches", total=3, quiet=quiet) as report:
-        chosen, references = optimize_with_references(net, predictor=model, seed=seed,
-                                                      n_jobs=n_jobs, progress=report)
+        chosen, references = optimize_with_references(
+            net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
+            max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
-    model = load_predictor(model)
-    columns = {"optimize": chosen.metrics.to_dict()}
-    columns.update({labels[name]: evaluate(net, topology, model).to_dict()
-                    for name, topology in references.items()})
-    return chosen, columns
+    return chosen, {"optimize": chosen.topology,
+                    **{labels[name]: topology for name, topology in references.items()}}
 
 
 def _print_design(net, network, method: str, chosen, columns: dict) -> None:

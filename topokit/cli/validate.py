@@ -10,7 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .._checks import check_real
+from .._checks import check_int, check_real
+from ..design.metrics import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError
 from ._common import (
     ExampleOpt,
@@ -71,9 +72,11 @@ def _summary_table(result, title: str, max_rows: int = 40) -> Table:
                   collapse_padding=True, caption=escape(
         "L: local iterate (s); G': predicted global iterate (rounds); G'L: pseudo time (h); "
         "G@a: measured rounds to accuracy a, mean±std over the trials that reached it "
-        "[reached/trials if not all]; T@a: their mean physical time G x L (h)"))
+        "[reached/trials if not all]; T@a: their mean physical time G x L (h); exposed: "
+        f"stranger pairs (of {int(summary['stranger_pairs'].iloc[0])}) the privacy audit finds "
+        "exposed (mu = inf); mu: the worst finite stranger mu"))
     table.add_column("topology", no_wrap=True)
-    for column in ("H", "phi", "L", "G'", "G'L"):
+    for column in ("H", "phi", "L", "G'", "G'L", "exposed", "mu"):
         table.add_column(column, justify="right", no_wrap=True)
     for target in targets:
         table.add_column(f"G@{target:g}", justify="right", no_wrap=True)
@@ -83,7 +86,9 @@ def _summary_table(result, title: str, max_rows: int = 40) -> Table:
         first = group.iloc[0]
         cells = [escape(str(name)), _number(first["hitting_time"]), _number(first["phi"], 2),
                  _number(first["local_iterate"]), _number(first["predicted_global_iterate"]),
-                 _number(first["pseudo_time"] / HOUR)]
+                 _number(first["pseudo_time"] / HOUR),
+                 _number(first["exposed_stranger_pairs"]),
+                 _number(first["stranger_mu_max"])]
         for target in targets:
             row = group[group["target"] == target].iloc[0]
             rounds = _spread(row["rounds_mean"], row["rounds_std"])
@@ -136,6 +141,9 @@ def validate_command(
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
     scheduler: str = typer.Option(
         None, "--scheduler", help="Dask scheduler address: train on that cluster."),
+    audit_rounds: int = typer.Option(
+        DEFAULT_AUDIT_ROUNDS, "--audit-rounds",
+        help="Rounds of gossip of the stranger privacy audit of every run (0: no audit)."),
     output: Path = typer.Option(..., "--output", "-o", help="Parquet file of the runs."),
     plot: Path = typer.Option(None, "--plot", help="Scatter of predicted against measured (PNG)."),
     restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's pieces."),
@@ -158,6 +166,7 @@ def validate_command(
     check_seed_option(seed)
     check_jobs_option(n_jobs)
     check_scheduler(scheduler)
+    check_int(audit_rounds, "--audit-rounds", low=0)
     if skewness is not None:
         check_real(skewness, "--skewness", low=0, high=1)
     net = resolve_network(network, example)
@@ -167,7 +176,7 @@ def validate_command(
         train_kwargs["partition"] = skewness
     arguments = dict(topologies=topologies, dataset=dataset, targets=parse_targets(targets),
                      trials=trials, seed=seed, predictor=model, n_jobs=n_jobs, output=output,
-                     scheduler=scheduler,
+                     scheduler=scheduler, audit_rounds=audit_rounds,
                      resume=not restart, **train_kwargs)
     with reporting_progress("training runs", quiet=as_json) as report:
         result = validate(net, progress=report, **arguments)

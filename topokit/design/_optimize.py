@@ -26,13 +26,28 @@ fastest:
 
 The result is never predicted slower than any reference design: they are
 starts, and a move is taken only when it lowers the predicted time.
+
+4. *What strangers learn* (``max_stranger_mu``).  Partial DP protects a
+   device against its direct neighbours only; its value reaches strangers
+   through the gossip.  With a bound, a topology is admissible only when
+   :func:`topokit.privacy_audit` finds no stranger pair exposed, and every DP
+   device then adds the least noise z* that brings every stranger pair's mu
+   within the bound (:mod:`topokit.design._stranger_bound`: mu scales as
+   1 / z); the predicted time counts that noise.  The search may then also
+   make a device DP without giving it a non-social link (noise that shields
+   its neighbours' values from strangers), and the starts include NDLF and
+   its pruned versions with every device DP.  A move is audited only when it
+   lowers the predicted time at the base noise z_0 (more noise never makes
+   the predictor's training faster), so the audits stay few.  The result is
+   never predicted slower than a reference design that meets the bound, each
+   at its own z*.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +60,7 @@ from .._checks import check_int
 from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
 from ._autotag import Candidate, Design, _check_n_jobs, autotag
+from ._stranger_bound import NoiseRequirement, StrangerBound, required_noise_of_arrays
 from .baselines import dlfdp, erg, ndlf
 from .features import (
     FeatureSettings,
@@ -53,7 +69,7 @@ from .features import (
     features_of_arrays,
 )
 from .features import _adjacency as _link_matrix
-from .metrics import evaluate
+from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_predictor
@@ -80,6 +96,13 @@ _RTOL = 1e-9
 _PAPER = GlobalIteratePredictor()
 
 
+class _State(NamedTuple):
+    """A topology in the search: its links and the DP devices beyond the non-social ends."""
+
+    adjacency: NDArray[np.bool_]
+    extra_dp: NDArray[np.bool_]  # all False unless the search has a stranger bound
+
+
 class _Score(NamedTuple):
     """One topology as the search sees it."""
 
@@ -88,6 +111,7 @@ class _Score(NamedTuple):
     local_iterate: float
     features: NDArray[np.float64]  # the predictor's features, oriented (larger is worse)
     paper_time: float  # eq. (15)'s G'(H, phi) x L: breaks ties in ``time``
+    noise: NoiseRequirement | None = None  # under a stranger bound: the noise it needs
 
     def better_than(self, other: _Score) -> bool:
         """Lower predicted time; at a tie (within _RTOL), lower eq. (15) time."""
@@ -107,22 +131,43 @@ class _Objective:
     link_times: NDArray[np.float64]  # inf on the diagonal and where there is no link
     social: NDArray[np.bool_]
     settings: FeatureSettings  # the predictor's (eq. 15 uses H and phi only)
+    bound: StrangerBound | None = None
 
-    def topology(self, adjacency: NDArray[np.bool_]) -> Topology:
+    def dp_mask(self, state: _State) -> NDArray[np.bool_]:
+        return (state.adjacency & ~self.social).any(axis=1) | state.extra_dp
+
+    def topology(self, state: _State) -> Topology:
         nodes = self.net.nodes
-        rows, cols = np.nonzero(np.triu(adjacency, 1))
-        non_social = adjacency & ~self.social
+        rows, cols = np.nonzero(np.triu(state.adjacency, 1))
         return Topology([(nodes[i], nodes[j]) for i, j in zip(rows, cols, strict=True)],
-                        [nodes[i] for i in np.flatnonzero(non_social.any(axis=1))])
+                        [nodes[i] for i in np.flatnonzero(self.dp_mask(state))])
 
-    def features(self, adjacency: NDArray[np.bool_]) -> TopologyFeatures:
-        dp_mask = (adjacency & ~self.social).any(axis=1)
-        return features_of_arrays(self.net, adjacency.astype(np.float64), dp_mask,
-                                  self.class_counts, self.settings, social=self.social,
+    def state(self, topology: Topology) -> _State:
+        adjacency = _link_matrix(self.net, topology) > 0
+        dp = np.zeros(self.net.n_devices, dtype=bool)
+        dp[[self.net.index[node] for node in topology.dp_devices]] = True
+        return _State(adjacency, dp & ~(adjacency & ~self.social).any(axis=1))
+
+    def features(self, state: _State, settings: FeatureSettings | None = None
+                 ) -> TopologyFeatures:
+        return features_of_arrays(self.net, state.adjacency.astype(np.float64),
+                                  self.dp_mask(state), self.class_counts,
+                                  settings or self.settings, social=self.social,
                                   link_times=self.link_times)
 
-    def score(self, adjacency: NDArray[np.bool_]) -> _Score:
-        features = self.features(adjacency)
+    def admissible_score(self, state: _State) -> _Score | None:
+        """The score with the noise the stranger bound needs; None if no noise is enough."""
+        if self.bound is None:
+            return self.score(state)
+        need = required_noise_of_arrays(state.adjacency.astype(np.float64),
+                                        self.dp_mask(state), self.social, self.bound)
+        if not need.feasible:
+            return None
+        settings = replace(self.settings, noise_multiplier=need.noise_multiplier)
+        return self.score(state, settings)._replace(noise=need)
+
+    def score(self, state: _State, settings: FeatureSettings | None = None) -> _Score:
+        features = self.features(state, settings)
         if isinstance(self.predictor, GlobalIteratePredictor):
             rounds = self.predictor.predict_one(features.hitting_time, features.phi)
             oriented = np.array([features.hitting_time, features.phi])
@@ -141,6 +186,12 @@ def _connected(adjacency: NDArray[np.bool_]) -> bool:
     return count == 1
 
 
+def _every_device_dp(net: Network, starts: dict[str, Topology]) -> dict[str, Topology]:
+    """NDLF and its pruned versions with every device DP: starts under a stranger bound."""
+    return {f"{name}+dp": Topology(topology.edges, net.nodes)
+            for name, topology in starts.items() if name.startswith("ndlf")}
+
+
 def _pruned_social(net: Network) -> dict[str, Topology]:
     """NDLF keeping only its links of at most t seconds, for every t that keeps it connected."""
     social = net.social_adjacency > 0
@@ -155,8 +206,8 @@ def _pruned_social(net: Network) -> dict[str, Topology]:
     return pruned
 
 
-def _starts(net: Network, seed: int, with_autotag: bool,
-            workers: int) -> tuple[dict[str, Topology], Design | None]:
+def _starts(net: Network, seed: int, with_autotag: bool, workers: int,
+            bounded: bool = False) -> tuple[dict[str, Topology], Design | None]:
     """The reference designs first (in :data:`REFERENCE_DESIGNS` order), then the other starts.
 
     Also returns AutoTag's design (None when it was not run).
@@ -174,6 +225,8 @@ def _starts(net: Network, seed: int, with_autotag: bool,
             if candidate.metrics.connected:
                 starts[f"autotag-n{candidate.n}"] = candidate.topology
     starts.update(_pruned_social(net))
+    if bounded:
+        starts.update(_every_device_dp(net, starts))
     return starts, design
 
 
@@ -184,30 +237,45 @@ def _bound(scores: dict[str, _Score]) -> NDArray[np.float64]:
     return worst + 1e-12 * np.maximum(1.0, np.abs(worst))
 
 
+_DROP_DP, _MAKE_DP = -1, -2
+
+
 def _moves(objective: _Objective, rng: np.random.Generator) -> NDArray[np.int64]:
-    """Every move in a seeded random order: (i, j) toggles link ij, (i, -1) drops DP device i."""
+    """Every move in a seeded random order: (i, j) toggles link ij, (i, -1) drops DP device i,
+    and under a stranger bound (i, -2) makes device i DP."""
     finite = np.isfinite(objective.link_times)
     rows, cols = np.nonzero(np.triu(finite, 1))
     devices = np.arange(objective.net.n_devices)
-    moves = np.concatenate([np.column_stack([rows, cols]),
-                            np.column_stack([devices, np.full_like(devices, -1)])])
+    kinds = (_DROP_DP,) if objective.bound is None else (_DROP_DP, _MAKE_DP)
+    moves = np.concatenate([np.column_stack([rows, cols])] + [
+        np.column_stack([devices, np.full_like(devices, kind)]) for kind in kinds])
     return moves[rng.permutation(len(moves))]
 
 
-def _apply(objective: _Objective, adjacency: NDArray[np.bool_], move: NDArray[np.int64]):
-    """The adjacency after ``move``, or None if the move changes nothing or disconnects."""
+def _apply(objective: _Objective, state: _State, move: NDArray[np.int64]) -> _State | None:
+    """The state after ``move``, or None if the move changes nothing or disconnects."""
     i, j = int(move[0]), int(move[1])
+    adjacency, extra = state
+    if j == _MAKE_DP:
+        if objective.dp_mask(state)[i]:
+            return None
+        extra = extra.copy()
+        extra[i] = True
+        return _State(adjacency, extra)
     changed = adjacency.copy()
     if j >= 0:
         changed[i, j] = changed[j, i] = not adjacency[i, j]
         if changed[i, j]:  # adding a link never disconnects
-            return changed
+            return _State(changed, extra)
     else:
         non_social = adjacency[i] & ~objective.social[i]
-        if not non_social.any():
+        if not (non_social.any() or extra[i]):
             return None
         changed[i, non_social] = changed[non_social, i] = False
-    return changed if _connected(changed) else None
+        if extra[i]:
+            extra = extra.copy()
+            extra[i] = False
+    return _State(changed, extra) if _connected(changed) else None
 
 
 @dataclass
@@ -220,32 +288,44 @@ class _Search:
     evaluations: int = 0
     accepted: int = 0
     passes: int = 0
+    audits: int = 0
 
     def improves(self, score: _Score, current: _Score) -> bool:
         return score.better_than(current) and bool(np.all(score.features <= self.bound))
 
-    def one_pass(self, adjacency: NDArray[np.bool_], current: _Score, budget: int):
-        """Try every move once, taking each that improves; returns (adjacency, score, improved)."""
+    def admissible_improvement(self, state: _State, current: _Score) -> _Score | None:
+        """The move's score if it improves and meets the stranger bound (module notes, 4)."""
+        score = self.objective.score(state)  # at the base noise: no more noise is faster
+        if not self.improves(score, current):
+            return None
+        if self.objective.bound is None:
+            return score
+        self.audits += 1
+        score = self.objective.admissible_score(state)
+        return score if score is not None and self.improves(score, current) else None
+
+    def one_pass(self, state: _State, current: _Score, budget: int):
+        """Try every move once, taking each that improves; returns (state, score, improved)."""
         improved = False
         for move in self.moves:
             if self.evaluations >= budget:
                 break
-            changed = _apply(self.objective, adjacency, move)
+            changed = _apply(self.objective, state, move)
             if changed is None:
                 continue
             self.evaluations += 1
-            score = self.objective.score(changed)
-            if self.improves(score, current):
-                adjacency, current, improved = changed, score, True
+            score = self.admissible_improvement(changed, current)
+            if score is not None:
+                state, current, improved = changed, score, True
                 self.accepted += 1
         self.passes += 1
-        return adjacency, current, improved
+        return state, current, improved
 
-    def run(self, adjacency: NDArray[np.bool_], current: _Score, budget: int):
+    def run(self, state: _State, current: _Score, budget: int):
         improved = True
         while improved and self.evaluations < budget:
-            adjacency, current, improved = self.one_pass(adjacency, current, budget)
-        return adjacency, current
+            state, current, improved = self.one_pass(state, current, budget)
+        return state, current
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,7 +361,8 @@ def _check_options(net: Any, n_starts: Any, max_evaluations: Any, trust_region: 
         raise InvalidInputError("progress must be a callable progress(done, total) or None")
 
 
-def _objective(net: Network, model: Any, class_counts: ArrayLike | None) -> _Objective:
+def _objective(net: Network, model: Any, class_counts: ArrayLike | None,
+               bound: StrangerBound | None = None) -> _Objective:
     if class_counts is None:
         class_counts = getattr(net, "class_counts", None)
     counts = None if class_counts is None else check_class_counts(class_counts, net.n_devices)
@@ -290,17 +371,20 @@ def _objective(net: Network, model: Any, class_counts: ArrayLike | None) -> _Obj
     return _Objective(net=net, predictor=model, class_counts=counts,
                       link_times=np.where(np.eye(net.n_devices, dtype=bool), np.inf,
                                           net.link_times),
-                      social=net.social_adjacency > 0, settings=settings)
+                      social=net.social_adjacency > 0, settings=settings, bound=bound)
 
 
 def _ranked_starts(objective: _Objective, starts: dict[str, Topology]) -> list[tuple[str, Any]]:
-    """(name, score) of every distinct start, fastest first (ties: the order of ``starts``)."""
+    """(name, score) of every distinct admissible start, fastest first (ties: the order of
+    ``starts``)."""
     seen, scored = set(), []
     for name, topology in starts.items():
         key = (topology.edges, topology.dp_devices)
         if key not in seen:
             seen.add(key)
-            scored.append((name, objective.score(_link_matrix(objective.net, topology) > 0)))
+            score = objective.admissible_score(objective.state(topology))
+            if score is not None:
+                scored.append((name, score))
     order = sorted(range(len(scored)), key=lambda k: (scored[k][1].time,
                                                        scored[k][1].paper_time, k))
     return [scored[k] for k in order]
@@ -310,8 +394,8 @@ def _search_from(objective: _Objective, bound: NDArray, start: tuple[str, _Score
                  topology: Topology, seed: int, key: int, budget: int) -> tuple:
     search = _Search(objective, bound, _moves(objective, np.random.default_rng(
         keyed_seed(seed, 1, key))))
-    adjacency, score = search.run(_link_matrix(objective.net, topology) > 0, start[1], budget)
-    return adjacency, score, search
+    state, score = search.run(objective.state(topology), start[1], budget)
+    return state, score, search
 
 
 def optimize(
@@ -325,6 +409,8 @@ def optimize(
     max_evaluations: int | None = None,
     trust_region: bool = True,
     progress: Callable[[int, int], Any] | None = None,
+    max_stranger_mu: float | None = None,
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
 ) -> Design:
     """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
 
@@ -366,6 +452,16 @@ def optimize(
     progress : callable, optional
         Called as ``progress(done, total)`` after each search (total = the
         number of searches).
+    max_stranger_mu : float > 0, optional
+        Bound every stranger pair (i, k), k not a social neighbour of i, to
+        mu_ik <= this under :func:`topokit.privacy_audit` (its default threat
+        model; linear gossip over ``audit_rounds`` rounds): no stranger pair
+        exposed, and every DP device adds the noise multiplier z* the bound
+        needs (at least the predictor's), which the predicted time counts
+        (module notes, step 4).  Needs a predictor that knows DP noise (a
+        :class:`TrainingTimePredictor`, such as ``"default"``).
+    audit_rounds : int >= 1, default 50
+        T of that audit.
 
     Returns
     -------
@@ -376,14 +472,20 @@ def optimize(
         predictor; empty when AutoTag was not run), ``n`` (the number of DP
         devices), ``predictor`` (its name and full record) and ``stats``
         (``start``: where the best search began; ``start_times``: the
-        predicted time of every reference design; evaluations, moves taken).
+        predicted time of every reference design; evaluations, moves taken;
+        with ``max_stranger_mu``, ``stranger_bound``: the bound, T, the noise
+        multiplier z* of the design's DP devices, its worst stranger mu, the
+        audits run and the references that no noise makes meet the bound).
+        ``metrics`` then predict with z*.
 
     Raises
     ------
     DisconnectedGraphError
         If the social graph is not connected.
     InvalidInputError
-        A bad option, or class counts that do not fit the devices.
+        A bad option, class counts that do not fit the devices, a stranger
+        bound with an eq. (15) predictor (it does not see noise), or a bound
+        that no start meets (every one leaves a stranger pair exposed).
 
     Notes
     -----
@@ -399,11 +501,32 @@ def optimize(
     >>> times = design.stats["start_times"]
     >>> all(design.metrics.pseudo_time <= times[name] for name in REFERENCE_DESIGNS)
     True
+
+    No stranger may learn more than mu = 0.2 (the paper's Fig. 2(b) network):
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     bounded = optimize(net, seed=0, max_stranger_mu=0.2)
+    >>> bounded.stats["stranger_bound"]["stranger_mu_max"] <= 0.2 * (1 + 1e-12)
+    True
+    >>> sorted(bounded.topology.dp_devices) == sorted(net.nodes)  # everyone adds noise
+    True
+
+    On six devices, training with that much noise is predicted never to reach
+    the target, and optimize warns:
+
+    >>> bounded.metrics.pseudo_time, len(caught)
+    (inf, 1)
+    >>> from topokit import privacy_audit
+    >>> z = bounded.stats["stranger_bound"]["noise_multiplier"]
+    >>> audit = privacy_audit(net, bounded.topology, rounds=50, noise_multiplier=z)
+    >>> audit.summary()["exposed_stranger_pairs"], audit.summary()["stranger_mu_max"] <= 0.2 + 1e-12
+    (0, True)
     """
     design, _ = optimize_with_references(
         net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
         n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
-        progress=progress)
+        progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds)
     return design
 
 
@@ -424,17 +547,27 @@ def optimize_with_references(net: Network, **options: Any) -> tuple[Design, dict
 def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | None = None,
               seed: SeedLike = None, n_jobs: int = 1, n_starts: int = 3,
               max_evaluations: int | None = None, trust_region: bool = True,
-              progress: Callable[[int, int], Any] | None = None):
+              progress: Callable[[int, int], Any] | None = None,
+              max_stranger_mu: float | None = None,
+              audit_rounds: int = DEFAULT_AUDIT_ROUNDS):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
     workers = _check_n_jobs(n_jobs)
     model, description = _resolve_predictor(predictor)
-    objective = _objective(net, model, class_counts)
+    objective = _objective(net, model, class_counts,
+                           _stranger_bound(model, max_stranger_mu, audit_rounds))
     started = time.perf_counter()
     base_seed = int_seed(seed)
-    starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers)
+    starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers,
+                                bounded=objective.bound is not None)
     ranked = _ranked_starts(objective, starts)
+    if not ranked:
+        raise InvalidInputError(
+            f"no design meets max_stranger_mu={max_stranger_mu}: every start, NDLF with every "
+            "device DP included, leaves a stranger pair exposed to the gossip over "
+            f"{audit_rounds} rounds; audit one with topokit.privacy_audit to see which")
     scores = dict(ranked)
-    bound = _bound(scores) if trust_region else np.full(len(ranked[0][1].features), np.inf)
+    bound = (_bound(_reference_scores(objective, scores, starts)) if trust_region
+             else np.full(len(ranked[0][1].features), np.inf))
     chosen = ranked[:n_starts]
     budget = _budget(max_evaluations, net.n_devices)
     results = _run_searches(objective, bound, chosen, starts, base_seed, budget, workers,
@@ -442,8 +575,60 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
     stats = _stats(scores, chosen, results, best, started)
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
-    design = _design(objective, description, results[best][0], reference, stats)
+    if objective.bound is not None:
+        stats["stranger_bound"] = _bound_stats(objective, results, best, starts, scores)
+    design = _design(objective, description, results[best], reference, stats)
+    if not np.isfinite(design.metrics.pseudo_time):
+        _warn_never_reached(objective)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
+
+
+def _warn_never_reached(objective: _Objective) -> None:
+    import warnings
+
+    from ..errors import TopokitWarning
+
+    cause = ("with the noise max_stranger_mu needs, " if objective.bound is not None else "")
+    warnings.warn(
+        f"{cause}no design optimize found is predicted to reach the target accuracy "
+        "(metrics.pseudo_time is inf); loosen max_stranger_mu or the DP budget, or check the "
+        "predictor's settings", TopokitWarning, stacklevel=4)
+
+
+def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any) -> StrangerBound | None:
+    """The checked stranger bound of :func:`optimize` (None without ``max_stranger_mu``)."""
+    from .._checks import check_real
+
+    rounds = check_int(audit_rounds, "audit_rounds", low=1)
+    if max_stranger_mu is None:
+        return None
+    max_mu = check_real(max_stranger_mu, "max_stranger_mu", low=0, closed="neither")
+    if isinstance(model, GlobalIteratePredictor):
+        raise InvalidInputError(
+            "max_stranger_mu needs a predictor that counts DP noise, and eq. (15) does not: "
+            "use predictor='default' or a TrainingTimePredictor file")
+    return StrangerBound(float(max_mu), rounds, float(model.feature_settings.noise_multiplier))
+
+
+def _reference_scores(objective: _Objective, scores: dict[str, _Score],
+                      starts: dict[str, Topology]) -> dict[str, _Score]:
+    """The reference designs' scores for the trust region: admissible ones with their noise,
+    the others (under a stranger bound) at the base noise, as the corpus trained them."""
+    return {name: scores[name] if name in scores else objective.score(
+        objective.state(starts[name])) for name in REFERENCE_DESIGNS if name in starts}
+
+
+def _bound_stats(objective: _Objective, results: list, best: int, starts: dict,
+                 scores: dict) -> dict[str, Any]:
+    need = results[best][1].noise
+    return {
+        "max_stranger_mu": objective.bound.max_mu, "audit_rounds": objective.bound.rounds,
+        "base_noise_multiplier": objective.bound.base_noise,
+        "noise_multiplier": need.noise_multiplier, "stranger_mu_max": need.stranger_mu_max,
+        "audits": sum(result[2].audits for result in results),
+        "inadmissible_references": [name for name in REFERENCE_DESIGNS
+                                    if name in starts and name not in scores],
+    }
 
 
 _UNLIMITED = np.iinfo(np.int64).max
@@ -505,12 +690,24 @@ def _rescored(objective: _Objective, net: Network, reference: Design | None) -> 
                            c.phase, c.step) for c in reference.candidates)
 
 
-def _design(objective: _Objective, description: dict, adjacency: NDArray[np.bool_],
+def _with_noise(predictor: Any, noise: NoiseRequirement | None) -> Any:
+    """The predictor with its DP devices' noise multiplier set to what the bound needs."""
+    if noise is None:
+        return predictor
+    import copy
+
+    settings = replace(predictor.feature_settings, noise_multiplier=noise.noise_multiplier)
+    return copy.deepcopy(predictor).set_params(settings=settings)
+
+
+def _design(objective: _Objective, description: dict, result: tuple,
             reference: Design | None, stats: dict) -> Design:
     net = objective.net
     if objective.class_counts is not None:
         net = net.with_class_counts(objective.class_counts)
-    topology = objective.topology(adjacency)
-    return Design(topology=topology, metrics=evaluate(net, topology, objective.predictor),
+    state, score = result[0], result[1]
+    topology = objective.topology(state)
+    predictor = _with_noise(objective.predictor, score.noise)
+    return Design(topology=topology, metrics=evaluate(net, topology, predictor),
                   candidates=_rescored(objective, net, reference),
                   n=len(topology.dp_devices), stats=stats, predictor=description)

@@ -376,8 +376,11 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
 
     def _rounds(self, Z: NDArray) -> NDArray[np.float64]:
         finite = np.all(np.isfinite(Z), axis=1)
-        rounds = np.exp(self.rounds_intercept_ + np.where(finite[:, None], Z, 0.0)
-                        @ self.rounds_coef_)
+        # Features far outside the corpus (a huge noise multiplier) can overflow exp: the
+        # prediction is then inf rounds, which is what an overflow gives.
+        with np.errstate(over="ignore"):
+            rounds = np.exp(self.rounds_intercept_ + np.where(finite[:, None], Z, 0.0)
+                            @ self.rounds_coef_)
         reached = self._reach_probability(Z) >= _THRESHOLD
         return np.where(finite & reached, rounds, np.inf)
 

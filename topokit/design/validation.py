@@ -41,15 +41,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._checks import check_choice, check_int_at_least, check_output_path
+from .._checks import check_choice, check_int, check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, int_seed, keyed_seed, spawn_generators
 from ..errors import InvalidInputError, NotFittedError
 from ..training import train
 from ..training.core import check_accuracy_threshold
+from .audit import privacy_audit
 from .calibration import CALIBRATION_COLUMNS, CalibrationResult, _correlation, calibrate
 from .features import FeatureSettings, topology_features
-from .metrics import evaluate
+from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
 from .time_predictor import load_predictor
@@ -85,6 +86,7 @@ RUN_COLUMNS = (
     "local_iterate", "predicted_global_iterate", "pseudo_time",
     "measured_rounds", "measured_time", "final_accuracy", "rounds_run", "stop_rule",
     "epsilon", "dp_formal", "stranger_pairs", "exposed_pairs",
+    "exposed_stranger_pairs", "stranger_mu_max",
     "effective_neighbours", "noise_average", "noise_disagreement", "noise_felt",
     "heterogeneity_local", "heterogeneity_neighbourhood", "heterogeneity_disagreement",
 )
@@ -317,6 +319,7 @@ class _Piece:
     targets: tuple[float, ...]
     predictor: GlobalIteratePredictor
     train_kwargs: dict
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS
 
 
 class _Measured(NamedTuple):
@@ -348,10 +351,31 @@ def _run_features(piece: _Piece, run) -> dict[str, float]:
     return values
 
 
+def _stranger_audit(piece: _Piece, run) -> dict[str, float]:
+    """What strangers learn of the run's topology: the privacy audit's stranger summary.
+
+    Linear gossip of one private value over ``piece.audit_rounds`` rounds, each
+    DP device with the noise multiplier it trained with (z in units of its
+    sensitivity).  NaN when the audit is off (``audit_rounds=0``) or the noise
+    depended on the data (``sensitivity="paper"``): no z describes it.  The
+    worst finite mu is NaN when every stranger pair is exposed.
+    """
+    dp = run.config.get("dp") or {}
+    if piece.audit_rounds == 0 or (run.dp_devices and dp.get("sensitivity") != "clipped"):
+        return {"exposed_stranger_pairs": np.nan, "stranger_mu_max": np.nan}
+    noise = {node: z for node, z in run.noise_multiplier.items() if z is not None}
+    summary = privacy_audit(piece.net, piece.topology, rounds=piece.audit_rounds,
+                            noise_multiplier=noise).summary()
+    worst = summary["stranger_mu_max"]
+    return {"exposed_stranger_pairs": float(summary["exposed_stranger_pairs"]),
+            "stranger_mu_max": np.nan if worst is None else float(worst)}
+
+
 def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
     """One row per target: the prediction for the topology next to what the run measured."""
     epsilon = max(run.epsilon.values()) if run.epsilon else float("nan")
     features = _run_features(piece, run)
+    strangers = _stranger_audit(piece, run)
     rows = []
     for target in piece.targets:
         rounds = run.rounds_to(target)
@@ -369,7 +393,7 @@ def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
             "final_accuracy": run.final_accuracy, "rounds_run": run.rounds_run,
             "stop_rule": run.stop_rule, "epsilon": epsilon, "dp_formal": bool(run.dp_formal),
             "stranger_pairs": metrics.stranger_pairs, "exposed_pairs": metrics.exposed_pairs,
-            **features,
+            **strangers, **features,
         })
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
@@ -526,11 +550,13 @@ class ValidationResult:
         """One row per (topology, target): the prediction and the measured mean and spread.
 
         ``reached`` counts the trials that reached the target; ``rounds_mean``,
-        ``rounds_std``, ``time_mean``, ``time_std`` are over those trials.
+        ``rounds_std``, ``time_mean``, ``time_std`` are over those trials;
+        ``exposed_stranger_pairs`` and ``stranger_mu_max`` are the worst over
+        the trials (NaN if no trial has a finite stranger mu).
         """
         grouped = self.frame.groupby(["topology", "target"], sort=False)
         first = grouped[["kind", "hitting_time", "phi", "local_iterate",
-                         "predicted_global_iterate", "pseudo_time"]].first()
+                         "predicted_global_iterate", "pseudo_time", "stranger_pairs"]].first()
         stats = grouped.agg(
             trials=("trial", "size"),
             reached=("measured_rounds", "count"),
@@ -539,6 +565,8 @@ class ValidationResult:
             time_mean=("measured_time", "mean"),
             time_std=("measured_time", "std"),
             final_accuracy=("final_accuracy", "mean"),
+            exposed_stranger_pairs=("exposed_stranger_pairs", "max"),
+            stranger_mu_max=("stranger_mu_max", "max"),
         )
         return first.join(stats).reset_index()
 
@@ -687,6 +715,7 @@ class _Settings:
     predictor: GlobalIteratePredictor
     train_kwargs: dict
     data: _Data
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS
 
 
 def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
@@ -727,7 +756,8 @@ def _training_data(X, y, dataset: str) -> _Data:
 
 def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequence[float],
                   trials: int, seed: SeedLike, predictor: GlobalIteratePredictor | None,
-                  n_jobs: int, output: str | Path | None, train_kwargs: dict) -> _Settings:
+                  n_jobs: int, output: str | Path | None, train_kwargs: dict,
+                  audit_rounds: int = DEFAULT_AUDIT_ROUNDS) -> _Settings:
     """Check every argument of :func:`validate` (in this order) before any work starts."""
     if not isinstance(net, Network):
         raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
@@ -738,11 +768,12 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     n_jobs = check_n_jobs(n_jobs)
     predictor = _check_predictor(predictor)
     train_kwargs = _check_train_kwargs(train_kwargs)
+    audit_rounds = check_int(audit_rounds, "audit_rounds", low=0)
     if output is not None:
         check_output_path(output, "output")
     return _Settings(specs=specs, targets=targets, trials=trials, seed=seed, n_jobs=n_jobs,
                      predictor=predictor, train_kwargs=train_kwargs,
-                     data=_training_data(X, y, dataset))
+                     data=_training_data(X, y, dataset), audit_rounds=audit_rounds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -838,7 +869,7 @@ def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
         _Piece(net=trial_nets[t], name=b.name, kind=b.kind, topology=b.topology, trial=t,
                seed=trial_seeds[t], X=settings.data.X, y=settings.data.y,
                targets=settings.targets, predictor=settings.predictor,
-               train_kwargs=settings.train_kwargs)
+               train_kwargs=settings.train_kwargs, audit_rounds=settings.audit_rounds)
         for b in built for t in range(settings.trials)
     ]
 
@@ -849,7 +880,7 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
         "network": net.name, "dataset": settings.data.name, "targets": list(settings.targets),
         "trials": settings.trials, "seed": settings.seed,
         "predictor": settings.predictor.to_dict(),
-        "train": _jsonable(settings.train_kwargs),
+        "train": _jsonable(settings.train_kwargs), "audit_rounds": settings.audit_rounds,
         "topologies": [[b.name, b.kind] for b in built],
     }
 
@@ -860,8 +891,9 @@ def _job_description(net: Network, built: Sequence[BuiltTopology], settings: _Se
     fingerprint = _job_fingerprint(net, built, settings.data.X, settings.data.y, config)
     # format 2: wall-clock times in their own table, exposure counts in the runs table;
     # format 3: predictions use each trial's class counts (pieces of format 2 did not);
-    # format 4: the runs table has the FEATURE_COLUMNS.
-    return {"kind": "validate", "format": 4, "network": str(net.name), "job": fingerprint}
+    # format 4: the runs table has the FEATURE_COLUMNS;
+    # format 5: and the privacy audit's stranger columns.
+    return {"kind": "validate", "format": 5, "network": str(net.name), "job": fingerprint}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -885,6 +917,7 @@ def validate(
     resume: bool = True,
     progress: Progress | None = None,
     scheduler: str | None = None,
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
     **train_kwargs,
 ) -> ValidationResult:
     """Train over several topologies and compare predicted with measured training time.
@@ -939,6 +972,11 @@ def validate(
         Address of a Dask scheduler (``tcp://host:8786``): the training runs
         then go to that cluster through joblib's Dask backend (``n_jobs`` is
         ignored), resumable as locally and with the same results.
+    audit_rounds : int >= 0, default 50
+        Rounds of gossip of the privacy audit behind the columns
+        ``exposed_stranger_pairs`` and ``stranger_mu_max`` (see
+        :func:`topokit.privacy_audit`; each DP device with the noise
+        multiplier it trained with); 0 skips the audit (NaN columns).
     **train_kwargs
         Passed to :func:`topokit.training.train` (``rounds=200``, ``lr=0.2``,
         ``lr_decay=0.99``, ``partition`` (skewness K), ``dp``, ``model``,
@@ -978,7 +1016,8 @@ def validate(
     """
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,
-                             output=output, train_kwargs=train_kwargs)
+                             output=output, train_kwargs=train_kwargs,
+                             audit_rounds=audit_rounds)
     scheduler = check_scheduler(scheduler)
     built = _build_topologies(net, settings.specs, settings)
     config = _run_config(net, settings, built)

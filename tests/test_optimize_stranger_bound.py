@@ -1,0 +1,130 @@
+"""optimize(max_stranger_mu=...): designs under a bound on what strangers learn (issue 20, part 4).
+
+Every claim is checked with an independent ``privacy_audit`` of the returned
+design at the noise it says it needs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from topokit import evaluate, load_example, optimize, privacy_audit
+from topokit.design._stranger_bound import StrangerBound, required_noise
+from topokit.design.baselines import dlfdp, random_topology
+from topokit.design.siot import siot
+from topokit.design.time_predictor import load_predictor
+from topokit.errors import InvalidInputError
+
+ROUNDS = 30
+
+
+@pytest.fixture(scope="module")
+def net():
+    return siot(10, seed=1)
+
+
+@pytest.fixture(scope="module", params=[0.3, 0.05])
+def bounded(request, net):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        design = optimize(net, seed=0, max_stranger_mu=request.param, audit_rounds=ROUNDS)
+    return request.param, design
+
+
+def _stranger_summary(net, topology, z):
+    return privacy_audit(net, topology, rounds=ROUNDS, noise_multiplier=z).summary()
+
+
+def test_every_stranger_pair_is_within_the_bound(net, bounded):
+    bound, design = bounded
+    info = design.stats["stranger_bound"]
+    summary = _stranger_summary(net, design.topology, info["noise_multiplier"])
+    assert summary["exposed_stranger_pairs"] == 0
+    assert summary["stranger_mu_max"] <= bound * (1 + 1e-9)
+    assert summary["stranger_mu_max"] == pytest.approx(info["stranger_mu_max"], rel=1e-9)
+    assert info["max_stranger_mu"] == bound and info["audit_rounds"] == ROUNDS
+
+
+def test_noise_is_the_least_the_bound_needs(net, bounded):
+    # z* is the base noise when that suffices, else exactly what brings the worst stranger
+    # pair to the bound (mu scales as 1 / z): a slightly smaller z breaks the bound.
+    bound, design = bounded
+    info = design.stats["stranger_bound"]
+    base = load_predictor("default").feature_settings.noise_multiplier
+    assert info["base_noise_multiplier"] == pytest.approx(base)
+    z = info["noise_multiplier"]
+    assert z >= base
+    if z > base * (1 + 1e-12):
+        less = _stranger_summary(net, design.topology, z * (1 - 1e-6))
+        assert less["stranger_mu_max"] > bound
+
+
+def test_a_bound_the_base_noise_cannot_meet_raises_the_noise(net):
+    # On this network no topology keeps every stranger within 0.05 at the base noise
+    # (z_0 = 3.73), so every DP device must add more, and the predicted time counts it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        design = optimize(net, seed=0, max_stranger_mu=0.05, audit_rounds=ROUNDS)
+    info = design.stats["stranger_bound"]
+    assert info["noise_multiplier"] > info["base_noise_multiplier"]
+    assert info["stranger_mu_max"] == pytest.approx(0.05, rel=1e-12)
+    at_base = evaluate(net, design.topology, load_predictor("default"))
+    assert design.metrics.pseudo_time >= at_base.pseudo_time * (1 - 1e-12)
+
+
+def test_never_predicted_slower_than_an_admissible_reference(bounded):
+    _, design = bounded
+    info = design.stats["stranger_bound"]
+    times = design.stats["start_times"]
+    assert "ndlf" in info["inadmissible_references"]  # NDLF sends everything in the clear
+    assert "dlfdp" in times
+    for name, time in times.items():
+        assert design.metrics.pseudo_time <= time * (1 + 1e-9), name
+
+
+def test_the_design_keeps_the_deepprivacy_rules(net, bounded):
+    _, design = bounded
+    design.topology.validate(net)
+    social = {frozenset(edge) for edge in net.social.edges}
+    for u, v in design.topology.edges:
+        if frozenset((u, v)) not in social:
+            assert u in design.topology.dp_devices and v in design.topology.dp_devices
+
+
+def test_same_seed_same_design(net):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = optimize(net, seed=4, max_stranger_mu=0.3, audit_rounds=ROUNDS)
+        two = optimize(net, seed=4, max_stranger_mu=0.3, audit_rounds=ROUNDS, n_jobs=2)
+    assert one.topology == two.topology
+    assert one.stats["stranger_bound"] == {**two.stats["stranger_bound"]}
+
+
+def test_required_noise_matches_audits_at_that_noise():
+    toy = load_example("toy")
+    for seed in (11, 12, 13):
+        topology = random_topology(toy, seed=seed)
+        for bound in (0.05, 1.0):
+            need = required_noise(toy, topology, StrangerBound(bound, ROUNDS, 2.0))
+            summary = _stranger_summary(toy, topology, 1.0)
+            assert need.exposed_stranger_pairs == summary["exposed_stranger_pairs"]
+            if need.feasible and summary["stranger_mu_max"] is not None:
+                at = _stranger_summary(toy, topology, need.noise_multiplier)
+                assert at["stranger_mu_max"] == pytest.approx(need.stranger_mu_max, rel=1e-9)
+                assert at["stranger_mu_max"] <= bound * (1 + 1e-9)
+    need = required_noise(toy, dlfdp(toy), StrangerBound(0.1, ROUNDS, 2.0))
+    assert need.noise_multiplier == pytest.approx(10.0)  # complete graph: mu = 1 / z
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"max_stranger_mu": 0.0}, "max_stranger_mu"),
+    ({"max_stranger_mu": float("nan")}, "max_stranger_mu"),
+    ({"max_stranger_mu": -1.0}, "max_stranger_mu"),
+    ({"max_stranger_mu": 0.5, "audit_rounds": 0}, "audit_rounds"),
+    ({"max_stranger_mu": 0.5, "predictor": "paper"}, "counts DP noise"),
+])
+def test_bad_bounds_are_refused_before_any_work(options, match):
+    with pytest.raises(InvalidInputError, match=match):
+        optimize(load_example("toy"), **options)

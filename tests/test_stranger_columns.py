@@ -1,0 +1,159 @@
+"""What strangers learn, where users look: design, analyze and validate report the privacy audit.
+
+Each reported figure is checked against an independent call of
+``topokit.privacy_audit`` on the same topology, rounds and noise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from topokit import load_example, privacy_audit
+from topokit.cli import app
+from topokit.design.baselines import dlfdp, ndlf
+from topokit.design.network import Topology
+from topokit.design.validation import validate
+from topokit.errors import InvalidInputError
+from topokit.training import train
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(arg) for arg in args])
+
+
+def _stranger_summary(net, topology, rounds, z):
+    summary = privacy_audit(net, topology, rounds=rounds, noise_multiplier=z).summary()
+    return summary["exposed_stranger_pairs"], summary["stranger_mu_max"]
+
+
+def test_analyze_reports_the_audit_of_the_stored_topology():
+    net = load_example("toy")
+    result = run("analyze", "-e", "toy", "--audit-rounds", 20, "-z", 2.0, "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    exposed, worst = _stranger_summary(net, net.topology, 20, 2.0)
+    assert record["exposed_stranger_pairs"] == exposed
+    assert record["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    assert record["stranger_audit"]["rounds"] == 20
+    assert record["stranger_audit"]["noise_multiplier"] == 2.0
+
+
+def test_noise_scales_the_finite_mu_inversely():
+    # Every DP device with the same z: the view's noise covariance scales with z^2, so mu
+    # scales with 1 / z exactly while the exposed pairs stay the same.
+    one = json.loads(run("analyze", "-e", "toy", "-z", 1.0, "--json").output)
+    four = json.loads(run("analyze", "-e", "toy", "-z", 4.0, "--json").output)
+    assert one["exposed_stranger_pairs"] == four["exposed_stranger_pairs"]
+    assert four["stranger_mu_max"] == pytest.approx(one["stranger_mu_max"] / 4, rel=1e-9)
+
+
+def test_design_reports_the_audit_of_every_column():
+    net = load_example("toy")
+    result = run("design", "-e", "toy", "--method", "autotag", "--audit-rounds", 30, "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    chosen = Topology(record["topology"]["edges"], record["topology"]["dp_devices"])
+    for name, topology in (("AutoTag", chosen), ("NDLF", ndlf(net)), ("DLFDP", dlfdp(net))):
+        column = record["baselines"][name]
+        exposed, worst = _stranger_summary(net, topology, 30, 1.0)
+        assert column["exposed_stranger_pairs"] == exposed
+        assert (column["stranger_mu_max"] is None) == (worst is None)
+        if worst is not None:
+            assert column["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    # NDLF sends everything in the clear: every stranger pair is exposed.
+    assert record["baselines"]["NDLF"]["exposed_stranger_pairs"] == 16
+    assert record["baselines"]["NDLF"]["stranger_mu_max"] is None
+
+
+def test_audit_rounds_zero_skips_the_audit():
+    result = run("analyze", "-e", "toy", "--audit-rounds", 0, "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert "exposed_stranger_pairs" not in record and "stranger_mu_max" not in record
+
+
+@pytest.mark.parametrize("command", ["analyze", "design"])
+@pytest.mark.parametrize("option, value", [("--audit-rounds", -1), ("--noise-multiplier", -0.5),
+                                           ("--noise-multiplier", "nan")])
+def test_bad_audit_options_exit_2_with_one_line(command, option, value):
+    result = run(command, "-e", "toy", option, value)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert option in result.output
+
+
+@pytest.fixture(scope="module")
+def validated():
+    net = load_example("toy")
+    topologies = {"stored": net.topology, "dlfdp": dlfdp(net), "ndlf": ndlf(net)}
+    return net, validate(net, topologies, trials=1, rounds=3, lr=0.5, targets=(0.5,),
+                         audit_rounds=25)
+
+
+def test_validate_records_the_audit_with_each_runs_noise(validated):
+    net, result = validated
+    frame = result.frame.set_index("topology")
+    dp = dlfdp(net)
+    row = frame.loc["dlfdp"]
+    assert row["exposed_stranger_pairs"] == 0
+    # Each DP device's training noise multiplier is its z in the audit (units of sensitivity).
+    run_ = train(net, dp, *_digits(), seed=int(row["seed"]), rounds=3, lr=0.5)
+    noise = {node: z for node, z in run_.noise_multiplier.items() if z is not None}
+    _, worst = _stranger_summary(net, dp, 25, noise)
+    assert row["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    ndlf_row = frame.loc["ndlf"]
+    assert ndlf_row["exposed_stranger_pairs"] == 16 and math.isnan(ndlf_row["stranger_mu_max"])
+    summary = result.summary().set_index("topology")
+    assert summary.loc["dlfdp", "stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    assert result.config["audit_rounds"] == 25
+
+
+def _digits():
+    from topokit.design.validation import _training_data
+
+    data = _training_data(None, None, "digits")
+    return data.X, data.y
+
+
+def test_validate_audit_rounds_zero_gives_nan_and_bad_values_are_refused():
+    net = load_example("toy")
+    frame = validate(net, {"dlfdp": dlfdp(net)}, trials=1, rounds=2, lr=0.5, targets=(0.5,),
+                     audit_rounds=0).frame
+    assert np.isnan(frame["exposed_stranger_pairs"]).all()
+    assert np.isnan(frame["stranger_mu_max"]).all()
+    with pytest.raises(InvalidInputError, match="audit_rounds"):
+        validate(net, {"dlfdp": dlfdp(net)}, trials=1, rounds=2, audit_rounds=-3)
+
+
+def test_design_under_a_stranger_bound_shows_the_design_at_its_noise():
+    net = load_example("toy")
+    result = run("design", "-e", "toy", "--max-stranger-mu", 0.2, "--audit-rounds", 20,
+                 "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    bound = record["stats"]["stranger_bound"]
+    assert bound["max_stranger_mu"] == 0.2 and bound["audit_rounds"] == 20
+    chosen = Topology(record["topology"]["edges"], record["topology"]["dp_devices"])
+    exposed, worst = _stranger_summary(net, chosen, 20, bound["noise_multiplier"])
+    column = record["baselines"]["optimize"]
+    assert column["exposed_stranger_pairs"] == exposed == 0
+    assert column["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    assert worst <= 0.2 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--method", "autotag", "--max-stranger-mu", 0.2), "--method optimize only"),
+    (("--max-stranger-mu", 0), "--max-stranger-mu"),
+    (("--max-stranger-mu", 0.2, "--audit-rounds", 0), "--audit-rounds >= 1"),
+])
+def test_bad_stranger_bounds_exit_2(options, message):
+    result = run("design", "-e", "toy", *options)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output

@@ -1,0 +1,87 @@
+"""The noise a topology needs so that no stranger learns more than a bound (``optimize``'s
+``max_stranger_mu``).
+
+Under :func:`topokit.privacy_audit`'s model (linear gossip, one private value
+per device), when every DP device adds noise of the same multiplier z, every
+observer's view has noise covariance z^2 C_1, C_1 the covariance at z = 1, so
+
+.. math:: \\mu_{ik}(z) = \\mu_{ik}(1) / z
+
+for every pair that is not exposed, and exposure (mu = inf: the observer can
+cancel the noise) does not depend on z > 0.  One audit at z = 1 therefore
+gives the smallest common z for which every stranger pair has mu at most the
+bound: z* = max(z_0, max_stranger mu_ik(1) / bound), with z_0 the noise the
+DP devices add anyway (their epsilon's); no z helps a topology that exposes
+a stranger pair.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ._audit_kernels import stranger_mu_max
+from .network import Network, Topology
+
+
+class StrangerBound(NamedTuple):
+    """What :func:`topokit.optimize` must guarantee every stranger pair."""
+
+    max_mu: float       # the bound on mu_ik over stranger pairs (i, k)
+    rounds: int         # T, the rounds of gossip the audit watches
+    base_noise: float   # z_0: what every DP device adds regardless (the predictor's settings)
+
+
+class NoiseRequirement(NamedTuple):
+    """The noise one topology needs under a :class:`StrangerBound`."""
+
+    noise_multiplier: float      # z* for every DP device; inf when no z suffices
+    exposed_stranger_pairs: int  # pairs no noise protects (the observer cancels it)
+    unit_mu_max: float           # the worst finite stranger mu at z = 1 (0.0 if none)
+
+    @property
+    def feasible(self) -> bool:
+        return self.exposed_stranger_pairs == 0
+
+    @property
+    def stranger_mu_max(self) -> float:
+        """The worst stranger mu at z* (inf when infeasible)."""
+        if not self.feasible:
+            return float("inf")
+        return self.unit_mu_max / self.noise_multiplier if self.unit_mu_max > 0 else 0.0
+
+
+def required_noise(net: Network, topology: Topology, bound: StrangerBound) -> NoiseRequirement:
+    """z* of every DP device so that every stranger pair has mu <= ``bound.max_mu``.
+
+    Module notes: one audit at z = 1, then mu scales as 1 / z.  The returned
+    z* makes the worst stranger mu equal the bound up to rounding (a relative
+    1e-15), or keeps z_0 when that already suffices.  The topology mixes with
+    its own weights if it carries them.
+    """
+    from .features import _adjacency
+
+    dp = np.zeros(net.n_devices, dtype=bool)
+    dp[[net.index[node] for node in topology.dp_devices]] = True
+    weights = None if topology.weights is None else sp.csr_array(topology.mixing_matrix(net.nodes))
+    return required_noise_of_arrays(_adjacency(net, topology), dp, net.social_adjacency > 0,
+                                    bound, weights=weights)
+
+
+def required_noise_of_arrays(adjacency: NDArray[np.float64], dp_mask: NDArray[np.bool_],
+                             social: NDArray[np.bool_], bound: StrangerBound, *,
+                             weights: sp.csr_array | None = None) -> NoiseRequirement:
+    """:func:`required_noise` of a topology given as arrays (node order), unchecked.
+
+    For searches: no Network or Topology is built, and the audit computes only
+    each observer's stranger owners.  ``weights`` is W (default Lazy-Metropolis).
+    """
+    exposed, unit = stranger_mu_max(adjacency, dp_mask.astype(np.float64), social, bound.rounds,
+                                    weights=weights)
+    unit = 0.0 if unit is None else float(unit)
+    if exposed:
+        return NoiseRequirement(float("inf"), int(exposed), unit)
+    return NoiseRequirement(max(bound.base_noise, unit / bound.max_mu), 0, unit)
