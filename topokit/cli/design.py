@@ -207,6 +207,11 @@ def design(
         None, "--max-stranger-mu",
         help="--method optimize: no stranger pair may have mu above this in the privacy audit "
              "over --audit-rounds rounds; DP devices add the noise that needs."),
+    mixing: str = typer.Option(
+        "lazy-metropolis", "--mixing",
+        help="--method optimize: lazy-metropolis (the paper's weights) or fastest "
+             "(Boyd-Diaconis-Xiao fastest-mixing weights on the chosen links, when predicted "
+             "no slower)."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     as_json: bool = JsonOpt,
@@ -228,6 +233,7 @@ def design(
     check_seed_option(seed)
     audit = _stranger_audit(audit_rounds, noise_multiplier)
     _check_stranger_bound(method, max_stranger_mu, audit)
+    _check_mixing(method, mixing)
     if nep_patience is not None:
         if method != "autotag":
             raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
@@ -241,7 +247,8 @@ def design(
     else:
         chosen, topologies = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
                                         max_stranger_mu=max_stranger_mu,
-                                        audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS)
+                                        audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
+                                        mixing=mixing)
         model = load_predictor(model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
@@ -304,15 +311,26 @@ def _check_stranger_bound(method: str, max_stranger_mu: float | None,
         raise InvalidInputError("--max-stranger-mu needs the audit: give --audit-rounds >= 1")
 
 
+def _check_mixing(method: str, mixing: str) -> None:
+    """--mixing: a known weighting, and only where optimize chooses it."""
+    from .._checks import check_choice
+    from ..design._optimize import MIXING
+
+    check_choice(mixing, "--mixing", MIXING)
+    if mixing != "lazy-metropolis" and method != "optimize":
+        raise InvalidInputError("--mixing applies to --method optimize only; drop it")
+
+
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
-               max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS):
+               max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
+               mixing: str = "lazy-metropolis"):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
 
     with reporting_progress("local searches", total=3, quiet=quiet) as report:
         chosen, references = optimize_with_references(
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
-            max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds)
+            max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds, mixing=mixing)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}
@@ -339,6 +357,13 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
                       f"non-social: {', '.join(non_social) or 'none'}"
                       " (all links: --output or --json)", soft_wrap=True)
     console.print(f"DP devices: {dp}")
+    mixing = chosen.stats.get("mixing")
+    if mixing is not None:
+        kept = mixing["weights"] == "fastest"
+        console.print("mixing weights: " + (
+            f"fastest-mixing (Boyd-Diaconis-Xiao; {mixing['links_dropped']} unused links "
+            "dropped)" if kept else "Lazy-Metropolis (fastest-mixing weights were predicted "
+            "slower or left the trust region)"))
     title = "AutoTag" if method == "autotag" else "optimize"
     console.print(metrics_table(f"{title} against the baselines", columns))
 

@@ -56,7 +56,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .._checks import check_int
+from .._checks import check_choice, check_int
 from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
 from ._autotag import Candidate, Design, _check_n_jobs, autotag
@@ -75,6 +75,9 @@ from .predictor import GlobalIteratePredictor
 from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_predictor
 
 __all__ = ["optimize"]
+
+#: The mixing weights :func:`optimize` can give its design.
+MIXING = ("lazy-metropolis", "fastest")
 
 #: The designs :func:`optimize` is never predicted slower than; they also bound its trust region.
 REFERENCE_DESIGNS = ("ndlf", "dlfdp", "erg", "autotag")
@@ -148,12 +151,12 @@ class _Objective:
         dp[[self.net.index[node] for node in topology.dp_devices]] = True
         return _State(adjacency, dp & ~(adjacency & ~self.social).any(axis=1))
 
-    def features(self, state: _State, settings: FeatureSettings | None = None
-                 ) -> TopologyFeatures:
+    def features(self, state: _State, settings: FeatureSettings | None = None,
+                 weights: NDArray[np.float64] | None = None) -> TopologyFeatures:
         return features_of_arrays(self.net, state.adjacency.astype(np.float64),
                                   self.dp_mask(state), self.class_counts,
                                   settings or self.settings, social=self.social,
-                                  link_times=self.link_times)
+                                  link_times=self.link_times, weights=weights)
 
     def admissible_score(self, state: _State) -> _Score | None:
         """The score with the noise the stranger bound needs; None if no noise is enough."""
@@ -166,8 +169,9 @@ class _Objective:
         settings = replace(self.settings, noise_multiplier=need.noise_multiplier)
         return self.score(state, settings)._replace(noise=need)
 
-    def score(self, state: _State, settings: FeatureSettings | None = None) -> _Score:
-        features = self.features(state, settings)
+    def score(self, state: _State, settings: FeatureSettings | None = None,
+              weights: NDArray[np.float64] | None = None) -> _Score:
+        features = self.features(state, settings, weights)
         if isinstance(self.predictor, GlobalIteratePredictor):
             rounds = self.predictor.predict_one(features.hitting_time, features.phi)
             oriented = np.array([features.hitting_time, features.phi])
@@ -411,6 +415,7 @@ def optimize(
     progress: Callable[[int, int], Any] | None = None,
     max_stranger_mu: float | None = None,
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
+    mixing: str = "lazy-metropolis",
 ) -> Design:
     """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
 
@@ -462,6 +467,16 @@ def optimize(
         :class:`TrainingTimePredictor`, such as ``"default"``).
     audit_rounds : int >= 1, default 50
         T of that audit.
+    mixing : {"lazy-metropolis", "fastest"}, default "lazy-metropolis"
+        The mixing weights of the design.  ``"fastest"`` gives the chosen
+        links Boyd, Diaconis and Xiao's fastest-mixing weights
+        (:func:`~topokit.design.mixing.fastest_mixing_topology`; links they
+        leave unused are dropped) when that is predicted no slower, keeps the
+        features in the trust region and still meets ``max_stranger_mu``;
+        ``stats["mixing"]`` says whether they were kept.  The shipped
+        predictor was fitted on Lazy-Metropolis runs only, so its prediction
+        for weighted topologies is extrapolation: check the design in
+        training (:func:`topokit.validate`).
 
     Returns
     -------
@@ -526,7 +541,8 @@ def optimize(
     design, _ = optimize_with_references(
         net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
         n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
-        progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds)
+        progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
+        mixing=mixing)
     return design
 
 
@@ -549,8 +565,9 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
               max_evaluations: int | None = None, trust_region: bool = True,
               progress: Callable[[int, int], Any] | None = None,
               max_stranger_mu: float | None = None,
-              audit_rounds: int = DEFAULT_AUDIT_ROUNDS):
+              audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str = "lazy-metropolis"):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
+    mixing = check_choice(mixing, "mixing", MIXING)
     workers = _check_n_jobs(n_jobs)
     model, description = _resolve_predictor(predictor)
     objective = _objective(net, model, class_counts,
@@ -577,7 +594,11 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
     if objective.bound is not None:
         stats["stranger_bound"] = _bound_stats(objective, results, best, starts, scores)
-    design = _design(objective, description, results[best], reference, stats)
+    topology, score = objective.topology(results[best][0]), results[best][1]
+    if mixing == "fastest":
+        topology, score, stats["mixing"] = _fastest_mixing(objective, bound, results[best][0],
+                                                           score, base_seed)
+    design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
@@ -700,13 +721,43 @@ def _with_noise(predictor: Any, noise: NoiseRequirement | None) -> Any:
     return copy.deepcopy(predictor).set_params(settings=settings)
 
 
-def _design(objective: _Objective, description: dict, result: tuple,
+def _fastest_mixing(objective: _Objective, bound: NDArray[np.float64], state: _State,
+                    score: _Score, seed: int) -> tuple[Topology, _Score, dict[str, Any]]:
+    """The design with fastest-mixing weights on its links, if that is predicted no slower.
+
+    Boyd, Diaconis and Xiao's weights (:func:`~topokit.design.mixing.fastest_mixing_topology`,
+    which drops links the optimum leaves unused).  Kept only when the predicted time does
+    not grow, the features stay in the trust region and, under a stranger bound, the
+    weighted gossip still meets it (with its own z*).
+    """
+    from .mixing import fastest_mixing_topology
+
+    plain = objective.topology(state)
+    weighted = fastest_mixing_topology(plain, objective.net, seed=keyed_seed(seed, 2))
+    matrix = weighted.mixing_matrix(objective.net.nodes)
+    changed = objective.state(weighted)
+    settings, need = None, None
+    if objective.bound is not None:
+        need = required_noise_of_arrays(changed.adjacency.astype(np.float64),
+                                        objective.dp_mask(changed), objective.social,
+                                        objective.bound, weights=csr_matrix(matrix))
+        settings = replace(objective.settings, noise_multiplier=need.noise_multiplier)
+    candidate = None if need is not None and not need.feasible else objective.score(
+        changed, settings, matrix)._replace(noise=need)
+    kept = (candidate is not None and not score.better_than(candidate)
+            and bool(np.all(candidate.features <= bound)))
+    stats = {"weights": "fastest" if kept else "lazy-metropolis",
+             "links_dropped": plain.n_links - weighted.n_links,
+             "predicted_time_lazy_metropolis": score.time,
+             "predicted_time_fastest": None if candidate is None else candidate.time}
+    return (weighted, candidate, stats) if kept else (plain, score, stats)
+
+
+def _design(objective: _Objective, description: dict, topology: Topology, score: _Score,
             reference: Design | None, stats: dict) -> Design:
     net = objective.net
     if objective.class_counts is not None:
         net = net.with_class_counts(objective.class_counts)
-    state, score = result[0], result[1]
-    topology = objective.topology(state)
     predictor = _with_noise(objective.predictor, score.noise)
     return Design(topology=topology, metrics=evaluate(net, topology, predictor),
                   candidates=_rescored(objective, net, reference),
