@@ -157,3 +157,13 @@ def test_bad_stranger_bounds_exit_2(options, message):
     result = run("design", "-e", "toy", *options)
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_library_warnings_reach_the_cli_user_as_one_line():
+    # optimize warns that no design meeting the bound trains to the target: the CLI shows
+    # that as one "warning:" line, not a source location and the code line under it.
+    result = run("design", "-e", "toy", "--max-stranger-mu", 0.2, "--audit-rounds", 10)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "predicted to reach" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning: ")
+    assert "optimize_with_references(" not in result.output

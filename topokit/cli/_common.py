@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,13 +44,21 @@ def _print_error(message: str) -> None:
                         soft_wrap=True)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A library warning as one line on stderr, as a user reads it (not a source location)."""
+    error_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False,
+                        soft_wrap=True)
+
+
 def handles_user_errors(command: F) -> F:
     """Turn user mistakes into one clear line on stderr and exit status 2."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return command(*args, **kwargs)
         except TopokitError as exc:
             _print_error(str(exc))
             raise typer.Exit(2) from None
