@@ -45,15 +45,6 @@ SKEWNESS = (0.0, 0.8)
 TRIALS = 5
 
 
-def metropolis_hastings(net: topokit.Network, plain: topokit.Topology) -> topokit.Topology:
-    """The same links with (non-lazy) Metropolis-Hastings weights 1 / (1 + max(d_i, d_j)):
-    the simple alternative a user would write."""
-    matrix = topokit.metropolis(plain.graph(net.nodes))
-    index = net.index
-    return plain.with_weights({(u, v): float(matrix[index[u], index[v]])
-                               for u, v in plain.edges})
-
-
 def topologies(net: topokit.Network, counts, seed: int) -> dict[str, topokit.Topology]:
     """Lazy-Metropolis, Metropolis-Hastings and fastest-mixing versions of NDLF and of
     optimize's design."""
@@ -62,7 +53,7 @@ def topologies(net: topokit.Network, counts, seed: int) -> dict[str, topokit.Top
     result = {}
     for name, plain in pairs.items():
         result[f"{name}/lazy-metropolis"] = plain
-        result[f"{name}/metropolis"] = metropolis_hastings(net, plain)
+        result[f"{name}/metropolis"] = topokit.design.metropolis_hastings_topology(plain, net)
         result[f"{name}/fastest"] = topokit.fastest_mixing_topology(plain, net, seed=seed)
     return result
 

@@ -12,7 +12,7 @@ from topokit import evaluate, fastest_mixing_topology, load_example, optimize
 from topokit._random import keyed_seed
 from topokit.cli import app
 from topokit.errors import InvalidInputError
-from topokit.kernels import spectral_gap
+from topokit.kernels import metropolis, spectral_gap
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +62,15 @@ def test_cli_writes_the_weights_and_refuses_them_for_autotag(tmp_path):
     bad = runner.invoke(app, ["design", "-e", "toy", "--method", "autotag", "--mixing",
                               "fastest"])
     assert bad.exit_code == 2 and "--method optimize only" in bad.output
+
+
+def test_metropolis_hastings_weights_are_the_kernels(designs):
+    net, plain, _ = designs
+    design = optimize(net, seed=0, mixing="metropolis")
+    assert design.stats["mixing"]["links_dropped"] == 0
+    if design.stats["mixing"]["weights"] == "metropolis":
+        np.testing.assert_array_equal(design.topology.mixing_matrix(net.nodes),
+                                      metropolis(plain.topology.graph(net.nodes)))
+    else:  # kept the paper's weights: predicted slower or outside the trust region
+        assert design.topology == plain.topology
+    assert design.metrics.pseudo_time <= plain.metrics.pseudo_time * (1 + 1e-9)

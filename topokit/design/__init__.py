@@ -26,7 +26,7 @@ module                   what it holds
 :mod:`.validation`       predicted against measured training time (:func:`validate`)
 :mod:`.calibration`      :func:`calibrate`: the predictor refitted on measured runs
 :mod:`.audit`            :func:`privacy_audit`: what strangers learn through partial-DP gossip
-:mod:`.mixing`           :func:`fastest_mixing_topology`: a topology with fastest-mixing weights
+:mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
 =======================  ===============================================================
 
 Everything public is also importable from :mod:`topokit` itself.
@@ -63,6 +63,7 @@ _LAZY_ATTRIBUTES = {
     "privacy_audit": ("topokit.design.audit", "privacy_audit"),
     "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
     "fastest_mixing_topology": ("topokit.design.mixing", "fastest_mixing_topology"),
+    "metropolis_hastings_topology": ("topokit.design.mixing", "metropolis_hastings_topology"),
 }
 
 __all__ = [
