@@ -55,7 +55,7 @@ def test_cli_writes_the_weights_and_refuses_them_for_autotag(tmp_path):
     result = runner.invoke(app, ["design", "-e", "siot16", "--mixing", "fastest",
                                  "--audit-rounds", "0", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "fastest-mixing" in result.output
+    assert "mixing weights: fastest" in result.output
     record = json.loads(out.read_text())
     assert record["topology"]["weights"] is not None
     assert len(record["topology"]["weights"]) == len(record["topology"]["edges"])

@@ -209,9 +209,9 @@ def design(
              "over --audit-rounds rounds; DP devices add the noise that needs."),
     mixing: str = typer.Option(
         "lazy-metropolis", "--mixing",
-        help="--method optimize: lazy-metropolis (the paper's weights) or fastest "
-             "(Boyd-Diaconis-Xiao fastest-mixing weights on the chosen links, when predicted "
-             "no slower)."),
+        help="--method optimize: lazy-metropolis (the paper's weights), metropolis "
+             "(Metropolis-Hastings) or fastest (Boyd-Diaconis-Xiao fastest-mixing weights), "
+             "on the chosen links when predicted no slower."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     as_json: bool = JsonOpt,
@@ -359,11 +359,11 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     console.print(f"DP devices: {dp}")
     mixing = chosen.stats.get("mixing")
     if mixing is not None:
-        kept = mixing["weights"] == "fastest"
+        kept = mixing["weights"] != "lazy-metropolis"
         console.print("mixing weights: " + (
-            f"fastest-mixing (Boyd-Diaconis-Xiao; {mixing['links_dropped']} unused links "
-            "dropped)" if kept else "Lazy-Metropolis (fastest-mixing weights were predicted "
-            "slower or left the trust region)"))
+            f"{mixing['weights']} ({mixing['links_dropped']} unused links dropped)" if kept
+            else "lazy-metropolis (the other weights were predicted slower or left the "
+                 "trust region)"))
     title = "AutoTag" if method == "autotag" else "optimize"
     console.print(metrics_table(f"{title} against the baselines", columns))
 
