@@ -1002,3 +1002,20 @@ def test_resumed_directory_batch_notices_an_edited_file(tmp_path, monkeypatch):
         topokit.batch_analyze(folder, output, chunk_size=1)
     table = topokit.batch_analyze(folder, output, chunk_size=1, resume=False)
     assert table.set_index("file").loc["good.json", "topology"] == "social"
+
+
+def test_design_autotag_too_large_for_memory_says_what_to_use_instead(monkeypatch):
+    # Issue 19: a network too large for exact AutoTag in the memory available gets one line
+    # naming the method to use instead, before anything is allocated.
+    import topokit.design._autotag as autotag_module
+
+    def no_allocation(*args, **kwargs):
+        raise AssertionError("allocated before the memory check")
+
+    monkeypatch.setattr(autotag_module, "_available_memory", lambda: 10_000)
+    monkeypatch.setattr(autotag_module, "_problem", no_allocation)
+    result = runner.invoke(app, ["design", "--example", "siot16", "--method", "autotag"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "topokit.optimize" in lines[0] and "memory" in lines[0]

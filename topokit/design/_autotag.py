@@ -260,6 +260,50 @@ def _check_n_jobs(n_jobs: Any) -> int:
     return max(1, cores + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
 
 
+def _available_memory() -> int:
+    """Bytes of memory available to this process now (psutil if installed, else sysconf)."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is installed with topokit's extras
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    return int(psutil.virtual_memory().available)
+
+
+def _memory_needed(n_devices: int, n_pairs: int, *, workers: int = 1, trace: bool = False,
+                   exact: bool = True) -> int:
+    """Bytes AutoTag allocates at most for ``n_pairs`` candidate pairs among ``n_devices``.
+
+    Each running budget holds about ten |V| x |V| float arrays (Z, hitting times, weights,
+    the Woodbury and inverse temporaries), three boolean ones and ten arrays over the
+    pairs; the result of every budget keeps up to one snapshot per pair in six arrays,
+    which dominates in exact mode (|V| + 1 budgets x |V|^2 / 2 pairs x 48 bytes: 0.4 GB
+    at 256 devices, 24 GB at 1,000).  A trace concatenates them once more (ten columns).
+    """
+    V, P = int(n_devices), int(n_pairs)
+    per_budget_state = 10 * 8 * V * V + 3 * V * V + 75 * P
+    problem = 25 * P + 16 * V * V  # the pair arrays and _problem's temporaries
+    results = (V + 1) * P * 48 if exact else 0
+    traced = (V + 1) * P * 80 if exact and trace else 0
+    return workers * per_budget_state + problem + results + traced
+
+
+def _check_memory(net: Network, workers: int, trace: bool, exact: bool) -> None:
+    """Refuse, before allocating, a network too large for AutoTag in the memory available."""
+    V = net.n_devices
+    P = (int(np.count_nonzero(np.isfinite(net.delay))) - V) // 2
+    needed = _memory_needed(V, P, workers=workers, trace=trace, exact=exact)
+    available = _available_memory()
+    if needed > available:
+        mode = "exact AutoTag" if exact else "AutoTag"
+        raise InvalidInputError(
+            f"{mode} on {V} devices needs about {needed / 1e9:.1f} GB of memory but "
+            f"{available / 1e9:.1f} GB is available: use topokit.optimize(net) instead, or "
+            "autotag(net, nep_patience=...) (NEP early stopping), trace=False or fewer n_jobs"
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # AutoTag
 # ---------------------------------------------------------------------------------------------
@@ -272,6 +316,7 @@ def autotag(
     progress: Callable[[int, int], Any] | None = None,
     trace: bool = False,
     nep_patience: int | None = None,
+    prune: bool = True,
 ) -> Design:
     """Design a communication topology with AutoTag (DeepPrivacy Algorithm 2).
 
@@ -298,6 +343,12 @@ def autotag(
         Early stopping for large networks: end NEP after ``nep_patience``
         consecutive NEP snapshots that do not improve the budget's best pseudo
         time.  ``None`` (default) runs NEP until no pair is left, as the paper does.
+    prune : bool, default=True
+        Stop a budget's trajectory once a bound proves that no later snapshot
+        can beat that budget's best so far (see *Speed*).  The design, the
+        candidates and their pseudo times are the same as without; only the
+        work counted in ``stats`` shrinks.  Ignored with ``trace=True``, which
+        records every snapshot.
 
     Returns
     -------
@@ -307,6 +358,9 @@ def autotag(
     ------
     DisconnectedGraphError
         If the social graph is not connected.
+    InvalidInputError
+        If the run would need more memory than is available (checked before
+        allocating; the message names the alternatives).
 
     Notes
     -----
@@ -355,6 +409,17 @@ def autotag(
     work (r links whose weight changes); |V| = 128 takes about a minute.
     While it runs, BLAS is limited to one thread (threadpoolctl).
 
+    *Stopping early* (``prune``): along a budget's trajectory L and phi never
+    decrease, and H of every graph the trajectory can still reach is at least
+    max_j (|V|-1)^2 / (|V| C_j), C_j the largest total Lazy-Metropolis weight
+    node j can still get (Aldous & Fill's bound on the hitting time of j from
+    stationarity), and at least 2(|V|-1).  Every |V|/16 snapshots, once
+    (c_H H_lo + c_phi phi + b) L reaches the budget's best pseudo time so far,
+    no later snapshot can change the budget's minimum or the snapshot SSP
+    takes, and the trajectory stops: candidates, design and ties are those of
+    the full run.  Memory is checked first: a network whose exact run would
+    not fit in the memory available is refused with the alternatives.
+
     Examples
     --------
     >>> from topokit import load_example
@@ -364,14 +429,18 @@ def autotag(
     """
     progress = _check_arguments(net, nep_patience, progress)
     workers = _check_n_jobs(n_jobs)
+    if not isinstance(prune, (bool, np.bool_)):
+        raise InvalidInputError(f"prune must be True or False; got {prune!r}")
     coefficients = _linear_coefficients(predictor)
+    _check_memory(net, workers, trace, exact=nep_patience is None)
     problem = _problem(net)
     started = time.perf_counter()
     if problem.n_dev == 1:  # nothing to link
         return _single_device_design(net, predictor, progress, started)
 
     patience = -1 if nep_patience is None else int(nep_patience)
-    results = _run_all_budgets(problem, coefficients, patience, workers, progress)
+    prune_every = _prune_every(problem.n_dev) if prune and not trace else 0
+    results = _run_all_budgets(problem, coefficients, patience, workers, progress, prune_every)
     selection = _select(results)
     candidates = _candidates(net, problem, predictor, results, selection.steps)
     stats = _stats(problem, results, started)
@@ -494,6 +563,7 @@ def _stats(problem: _Problem, results: list[_BudgetResult], started: float) -> d
         "snapshots": int(sum(len(result.run.accepted) for result in results)),
         "woodbury_updates": int(sum(run.n_woodbury for run in runs)),
         "fresh_inverses": int(sum(run.n_fresh for run in runs)),
+        "stopped_trajectories": int(sum(bool(run.pruned) for run in runs)),
         "seconds": time.perf_counter() - started,
     }
 
@@ -544,8 +614,14 @@ def _rank_limit(V: int) -> int:
 REFRESH_EVERY = 100
 
 
+def _prune_every(V: int) -> int:
+    # The bound costs O(|V|^2 log |V|), a snapshot O(|V|^2 r) with r ~ 0.4 |V| on SIoT
+    # networks: checking every |V| / 16 snapshots costs a few percent.
+    return max(1, V // 16)
+
+
 def _run_one(problem: _Problem, n: int, coefficients: _Coefficients,
-             patience: int) -> _incremental.BudgetRun:
+             patience: int, prune_every: int = 0) -> _incremental.BudgetRun:
     V = problem.n_dev
     if V == 1:
         empty_i = np.empty(0, dtype=np.int64)
@@ -555,7 +631,7 @@ def _run_one(problem: _Problem, n: int, coefficients: _Coefficients,
     return _incremental.run_budget(
         n, V, problem.pi, problem.pj, problem.social, problem.t, problem.deg_s,
         coefficients.coef_h, coefficients.coef_phi, coefficients.intercept, patience,
-        _rank_limit(V), REFRESH_EVERY,
+        _rank_limit(V), REFRESH_EVERY, prune_every,
     )
 
 
@@ -602,8 +678,8 @@ def _budget_order(V: int) -> list[int]:
 
 
 def _run_all_budgets(problem: _Problem, coefficients: _Coefficients, patience: int,
-                     workers: int, progress: Callable[[int, int], Any] | None
-                     ) -> list[_BudgetResult]:
+                     workers: int, progress: Callable[[int, int], Any] | None,
+                     prune_every: int = 0) -> list[_BudgetResult]:
     """The result of every budget 0..|V|, each run once or copied from a run that covers it."""
     from threadpoolctl import threadpool_limits
 
@@ -611,7 +687,7 @@ def _run_all_budgets(problem: _Problem, coefficients: _Coefficients, patience: i
     table = _BudgetTable(V + 1, progress)
 
     def run(n: int) -> _incremental.BudgetRun:
-        return _run_one(problem, n, coefficients, patience)
+        return _run_one(problem, n, coefficients, patience, prune_every)
 
     # One BLAS thread per worker: the kernels' small GEMMs and inverses gain nothing from
     # more, and on a loaded machine multi-threaded BLAS on small matrices can be 10x slower.

@@ -30,6 +30,16 @@ added links the CGP keys and the SLS/CLS scores do not change, so the pairs
 the paper's loop would pick and discard one at a time (non-social, budget
 exceeded) are found in one pass (a sort of the scores when the best pair is
 inadmissible), reproducing the loop exactly, including its tie rule.
+
+Stopping a trajectory early
+---------------------------
+Along one budget's trajectory L (the largest t_ij of the links) and phi (the
+share of DP devices) never decrease, so every later snapshot costs at least
+(c_H H_lo + c_phi phi + b) L, where H_lo bounds from below the largest hitting
+time of every graph the run can still reach (:func:`hitting_time_lower_bound`).
+Once that is no smaller than the budget's best pseudo time so far, no later
+snapshot can change the budget's minimum or which snapshot attains it first
+(SSP's tie rule), so :func:`run_budget` stops (``prune_every`` > 0).
 """
 
 from __future__ import annotations
@@ -304,6 +314,109 @@ def _score_pick(scores, active, pi, pj, social, in_dp, n_dp, n_budget, bounds):
 
 
 # ---------------------------------------------------------------------------------------------
+# A lower bound on the hitting times a trajectory can still reach
+# ---------------------------------------------------------------------------------------------
+
+#: Relative margin between the bound and the hitting times the kernels compute, so that
+#: round-off in H (Woodbury drift: below 1e-9 in the tests, with a fresh inverse at least
+#: every REFRESH_EVERY updates) can never make a stopped trajectory's snapshot beat the bound.
+BOUND_MARGIN = 1e-6
+
+
+@njit(**NJIT_FLAGS)
+def _max_weight_sum(d_j, current, potential):
+    """The largest sum_k a_jk node j can have in any later snapshot (0: j never gets a link).
+
+    ``current[x]``: how many of j's neighbours have degree x now; ``potential[x]``: how
+    many of the nodes j may still link to have degree x - 1 now (so at least x once
+    linked).  With f = deg_j in that snapshot, a_jk = 1 / (2 max(f, deg_k)) and degrees
+    never fall, so the sum is at most that over j's links now plus the f - d_j largest
+    potential terms (the smallest degrees).  The maximum over f is one sweep over the two
+    histograms: O(|V|) per node, no sorting.
+    """
+    top = current.shape[0]  # degrees are < top
+    n_pot = 0
+    for x in range(top):
+        n_pot += potential[x]
+    first = max(d_j, 1)
+    n_cur = 0  # j's neighbours of degree <= f (each weighs 1/(2f))
+    tail = 0.0  # the others' weights 1/(2 deg_k)
+    below = 0  # potential degrees <= f
+    below_sum = 0.0  # and their sum of 1/(2x)
+    for x in range(1, top):
+        if x <= first:
+            n_cur += current[x]
+            below += potential[x]
+            below_sum += potential[x] * (0.5 / x)
+        else:
+            tail += current[x] * (0.5 / x)
+    q = 0  # new links of j: the q smallest potential degrees
+    smallest_sum = 0.0  # their sum of 1/(2x)
+    value = 0  # the walk through the potential degrees in increasing order
+    used = 0
+    best = 0.0
+    for f in range(first, d_j + n_pot + 1):
+        if f > first and f < top:
+            n_cur += current[f]
+            tail -= current[f] * (0.5 / f)
+            below += potential[f]
+            below_sum += potential[f] * (0.5 / f)
+        while q < f - d_j:
+            while used == potential[value]:
+                value += 1
+                used = 0
+            used += 1
+            q += 1
+            smallest_sum += 0.5 / value
+        if q <= below:  # all q new neighbours have degree <= f
+            total = (n_cur + q) * (0.5 / f) + tail
+        else:
+            total = (n_cur + below) * (0.5 / f) + tail + (smallest_sum - below_sum)
+        if total > best:
+            best = total
+    return best
+
+
+@njit(**NJIT_FLAGS)
+def hitting_time_lower_bound(adjacency, degree, linkable, social_links, in_dp, n_dp, n_max):
+    """A lower bound on H = max m_ij of every connected graph a trajectory can still reach.
+
+    A later snapshot holds today's links plus pairs not yet linked that pass the DP rule
+    of a budget <= ``n_max`` now (``linkable``: finite delay; a pair that fails the rule
+    fails for good, as N only grows and an end that joins N adds to |N| the one it no
+    longer adds to the pair's count), and no degree falls.  For every node j,
+    E_pi T_j >= (1 - pi_j)^2 / (pi_j (1 - a_jj)) (Aldous & Fill, *Reversible Markov
+    Chains*, ch. 3: the extremal characterisation of E_pi T_j with the test function
+    1 - 1_j), and H >= max_i m_ij >= E_pi T_j; here pi_j = 1/V and
+    1 - a_jj = sum_k a_jk <= :func:`_max_weight_sum`.  Also H >= 2 (V - 1) for every lazy
+    Metropolis walk (Kemeny's constant sum_k 1 / (1 - lambda_k) >= 2 (V-1)^2 / V, as the
+    eigenvalues lie in [0, 1) and trace A >= V / 2), attained by the complete graph.
+    inf if a node can never be linked (every later snapshot is then disconnected).
+    """
+    V = degree.shape[0]
+    current = np.empty(V + 1, dtype=np.int64)
+    potential = np.empty(V + 1, dtype=np.int64)
+    bound = 2.0 * (V - 1)
+    for j in range(V):
+        current[:] = 0
+        potential[:] = 0
+        links = 0
+        for k in range(V):
+            if adjacency[j, k]:
+                current[degree[k]] += 1
+                links += 1
+            elif linkable[j, k] and (social_links[j, k] or n_dp + (0 if in_dp[j] else 1)
+                                     + (0 if in_dp[k] else 1) <= n_max):
+                potential[degree[k] + 1] += 1
+                links += 1
+        if links == 0:
+            return np.inf
+        weight = _max_weight_sum(degree[j], current, potential)
+        bound = max(bound, (V - 1.0) * (V - 1.0) / (V * weight))
+    return bound
+
+
+# ---------------------------------------------------------------------------------------------
 # The state of one budget's run
 # ---------------------------------------------------------------------------------------------
 # Numba passes scalars by value, so the few counters the steps below change live in small
@@ -316,7 +429,8 @@ class BudgetRun(NamedTuple):
     (pair index of the added link), ``phase`` (PHASE_* code), ``hitting_time``,
     ``phi``, ``local_iterate`` and ``pseudo_time``.  The budgets n with
     ``lo <= n < hi`` take exactly the same decisions; ``n_fresh`` and
-    ``n_woodbury`` count fresh inverses and Woodbury updates.
+    ``n_woodbury`` count fresh inverses and Woodbury updates; ``pruned``: the bound
+    stopped the run (no later snapshot could beat its best).
     """
 
     accepted: NDArray[np.int64]
@@ -329,20 +443,35 @@ class BudgetRun(NamedTuple):
     hi: int
     n_fresh: int
     n_woodbury: int
+    pruned: bool = False
 
 
 class _Pairs(NamedTuple):
-    """The candidate pairs (read-only): ends, social flag, t_ij, and the social degrees."""
+    """The candidate pairs (read-only): ends, social flag, t_ij, and the social degrees;
+    for the stopping bound, the pairs and their social flags as (V, V) masks."""
 
     pi: NDArray[np.int64]
     pj: NDArray[np.int64]
     social: NDArray[np.bool_]
     t: NDArray[np.float64]
     deg_s: NDArray[np.float64]
+    linkable: NDArray[np.bool_]
+    social_links: NDArray[np.bool_]
+
+
+@njit(**NJIT_FLAGS)
+def _new_pairs(n_dev, pi, pj, social, t, deg_s):
+    linkable = np.zeros((n_dev, n_dev), dtype=np.bool_)
+    social_links = np.zeros((n_dev, n_dev), dtype=np.bool_)
+    for k in range(pi.shape[0]):
+        linkable[pi[k], pj[k]] = linkable[pj[k], pi[k]] = True
+        social_links[pi[k], pj[k]] = social_links[pj[k], pi[k]] = social[k]
+    return _Pairs(pi, pj, social, t, deg_s, linkable, social_links)
 
 
 class _Rules(NamedTuple):
-    """The budget, NEP's patience, the Woodbury limits and G' = c_H H + c_phi phi + b."""
+    """The budget, NEP's patience, the Woodbury limits, G' = c_H H + c_phi phi + b, and how
+    often the stopping bound is checked (every ``prune_every`` snapshots; 0 = never)."""
 
     n_budget: int
     patience: int
@@ -351,6 +480,7 @@ class _Rules(NamedTuple):
     coef_h: float
     coef_phi: float
     intercept: float
+    prune_every: int = 0
 
 
 _N_DP = 0  # _Graph.sizes: |N|
@@ -399,8 +529,10 @@ class _Search(NamedTuple):
 
 _COUNT = 0  # _Snapshots.tally: snapshots recorded
 _STALE = 1  # _Snapshots.tally: snapshots of the phase without a better pseudo time
+_PRUNED = 2  # _Snapshots.tally: 1 once the bound has stopped the trajectory
 _L_NOW = 0  # _Snapshots.running: L of G_c^n, max t_ij over its links
-_BEST = 1  # _Snapshots.running: best pseudo time so far (all phases)
+_BEST = 1  # _Snapshots.running: best pseudo time so far (all phases), RTOL-improvements only
+_LOWEST = 2  # _Snapshots.running: the exact minimum pseudo time so far
 
 
 class _Snapshots(NamedTuple):
@@ -412,8 +544,8 @@ class _Snapshots(NamedTuple):
     phi: NDArray[np.float64]
     L: NDArray[np.float64]
     pseudo: NDArray[np.float64]
-    tally: NDArray[np.int64]  # [_COUNT, _STALE]
-    running: NDArray[np.float64]  # [_L_NOW, _BEST]
+    tally: NDArray[np.int64]  # [_COUNT, _STALE, _PRUNED]
+    running: NDArray[np.float64]  # [_L_NOW, _BEST, _LOWEST]
 
 
 @njit(**NJIT_FLAGS)
@@ -441,10 +573,11 @@ def _new_search(P, V):
 
 @njit(**NJIT_FLAGS)
 def _new_snapshots(P):
-    running = np.zeros(2)
+    running = np.zeros(3)
     running[_BEST] = np.inf
+    running[_LOWEST] = np.inf
     return _Snapshots(np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64), np.empty(P),
-                      np.empty(P), np.empty(P), np.empty(P), np.zeros(2, dtype=np.int64),
+                      np.empty(P), np.empty(P), np.empty(P), np.zeros(3, dtype=np.int64),
                       running)
 
 
@@ -553,6 +686,8 @@ def _record(snaps, rules, k, phase, H, phi, t_k):
         pseudo = np.inf
     snaps.pseudo[S] = pseudo
     snaps.tally[_COUNT] = S + 1
+    if pseudo < snaps.running[_LOWEST]:
+        snaps.running[_LOWEST] = pseudo
     if pseudo < snaps.running[_BEST] * (1.0 - RTOL):
         snaps.running[_BEST] = pseudo
         snaps.tally[_STALE] = 0
@@ -569,6 +704,42 @@ def _accept(k, phase, pairs, rules, graph, fund, search, snaps):
     H = _add_link(graph, fund, rules, pairs.pi[k], pairs.pj[k])
     phi = graph.sizes[_N_DP] / graph.degree.shape[0]
     _record(snaps, rules, k, phase, H, phi, pairs.t[k])
+
+
+@njit(**NJIT_FLAGS)
+def _no_better_snapshot_left(pairs, rules, graph, search, snaps):
+    """Whether every later snapshot costs at least the budget's best so far (then the run
+    stops; see "Stopping a trajectory early" above).  Checked every ``prune_every``
+    snapshots.
+
+    The bound holds for every budget the run stands for (``search.bounds``: they took the
+    same decisions so far), as the DP rule is checked with the largest of them.  Floating
+    point: the pseudo time (c_H H + c_phi phi + b) L is evaluated with the same operations
+    as :func:`_record`, each monotone in H, phi and L, so with H >= the bound's H (margin
+    BOUND_MARGIN for round-off), phi and L no smaller than now, every later computed pseudo
+    time is >= the computed bound.  A budget with no connected snapshot yet is not stopped
+    (SSP would then report its last snapshot).
+    """
+    S = snaps.tally[_COUNT]
+    if rules.prune_every <= 0 or S % rules.prune_every != 0 or rules.coef_h < 0.0:
+        return False
+    lowest = snaps.running[_LOWEST]
+    if not np.isfinite(lowest):
+        return False
+    V = graph.degree.shape[0]
+    n_max = min(search.bounds[1] - 1, V)
+    H = hitting_time_lower_bound(graph.adjacency, graph.degree, pairs.linkable,
+                                 pairs.social_links, graph.in_dp, graph.sizes[_N_DP], n_max)
+    H *= 1.0 - BOUND_MARGIN
+    # phi only grows: with c_phi < 0 its term is bounded below at phi = 1 instead.
+    phi = graph.sizes[_N_DP] / V if rules.coef_phi >= 0.0 else 1.0
+    G = rules.coef_h * H + rules.coef_phi * phi + rules.intercept
+    if not G > 0.0:  # G' L is then not bounded below by G' L_now
+        return False
+    if G * snaps.running[_L_NOW] >= lowest:
+        snaps.tally[_PRUNED] = 1
+        return True
+    return False
 
 
 @njit(**_STEP_FLAGS)
@@ -611,6 +782,8 @@ def _cgp(pairs, rules, graph, fund, search, snaps):
             continue  # every pair discarded: stage B next
         _accept(chosen, PHASE_CGP, pairs, rules, graph, fund, search, snaps)
         n_active -= 1
+        if _no_better_snapshot_left(pairs, rules, graph, search, snaps):
+            return
 
 
 @njit(**NJIT_FLAGS)
@@ -635,11 +808,13 @@ def _scored_phase(phase, pairs, rules, graph, fund, search, snaps):
             return
         _accept(chosen, phase, pairs, rules, graph, fund, search, snaps)
         n_active -= 1
+        if _no_better_snapshot_left(pairs, rules, graph, search, snaps):
+            return
 
 
 @njit(**NJIT_FLAGS)
 def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, intercept,
-               patience, rank_limit, refresh_every):
+               patience, rank_limit, refresh_every, prune_every=0):
     """AutoTag's CGP, LCP and NEP for one DP budget (see :func:`topokit.autotag.autotag`).
 
     Parameters
@@ -650,24 +825,28 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
     social : bool array (P,); t : float array (P,) of d_ij + max(r_i, r_j)
     deg_s : float array (n_dev,), social degrees
     patience : int, NEP early stopping (< 0: off)
+    prune_every : int, check the stopping bound every this many snapshots (0: never)
 
     Returns
     -------
     BudgetRun
     """
     P = pi.shape[0]
-    pairs = _Pairs(pi, pj, social, t, deg_s)
-    rules = _Rules(n_budget, patience, rank_limit, refresh_every, coef_h, coef_phi, intercept)
+    pairs = _new_pairs(n_dev, pi, pj, social, t, deg_s)
+    rules = _Rules(n_budget, patience, rank_limit, refresh_every, coef_h, coef_phi, intercept,
+                   prune_every)
     graph = _new_graph(n_dev, P)
     fund = _new_fundamental(n_dev)
     search = _new_search(P, n_dev)
     snaps = _new_snapshots(P)
     # N and E_c^n carry over from phase to phase; each phase starts from the pairs not in E_c^n.
     _cgp(pairs, rules, graph, fund, search, snaps)
-    _scored_phase(PHASE_LCP, pairs, rules, graph, fund, search, snaps)
-    _scored_phase(PHASE_NEP, pairs, rules, graph, fund, search, snaps)
+    if not snaps.tally[_PRUNED]:
+        _scored_phase(PHASE_LCP, pairs, rules, graph, fund, search, snaps)
+    if not snaps.tally[_PRUNED]:
+        _scored_phase(PHASE_NEP, pairs, rules, graph, fund, search, snaps)
     S = snaps.tally[_COUNT]
     return BudgetRun(snaps.accepted[:S].copy(), snaps.phase[:S].copy(), snaps.H[:S].copy(),
                      snaps.phi[:S].copy(), snaps.L[:S].copy(), snaps.pseudo[:S].copy(),
                      search.bounds[0], search.bounds[1], fund.state[_N_FRESH],
-                     fund.state[_N_WOODBURY])
+                     fund.state[_N_WOODBURY], snaps.tally[_PRUNED] == 1)
