@@ -36,7 +36,7 @@ from ._io import atomic_path, atomic_paths, claim_parts_dir
 from .errors import InvalidInputError
 
 __all__ = ["JobResult", "run_resumable", "parts_dir_of", "part_path", "check_n_jobs",
-           "check_scheduler"]
+           "worker_count", "check_scheduler"]
 
 Task = TypeVar("Task")
 Progress = Callable[[int, int], Any]
@@ -71,6 +71,14 @@ def check_n_jobs(n_jobs: Any) -> int:
             f"n_jobs must be a non-zero integer (-1 = all cores); got {n_jobs!r}"
         )
     return value
+
+
+def worker_count(n_jobs: Any) -> int:
+    """:func:`check_n_jobs`, with joblib's negative counts resolved: -1 all cores, -2 all
+    but one, ... (at least 1), for code that starts its own threads."""
+    value = check_n_jobs(n_jobs)
+    cores = os.cpu_count() or 1
+    return max(1, cores + 1 + value) if value < 0 else value
 
 
 def parts_dir_of(output: str | os.PathLike) -> Path:

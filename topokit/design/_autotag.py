@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._io import jsonable
+from .._jobs import worker_count
 from ..errors import InvalidInputError
 from . import _autotag_kernels as _incremental
 from .metrics import Metrics, evaluate
@@ -249,17 +250,6 @@ def _linear_coefficients(predictor: GlobalIteratePredictor | None) -> _Coefficie
     return _Coefficients(float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"]))
 
 
-def _check_n_jobs(n_jobs: Any) -> int:
-    import os
-
-    if not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
-        raise InvalidInputError(
-            f"n_jobs must be a non-zero integer (-1 = all cores); got {n_jobs!r}"
-        )
-    cores = os.cpu_count() or 1
-    return max(1, cores + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
-
-
 def _available_memory() -> int:
     """Bytes of memory available to this process now (psutil if installed, else sysconf)."""
     try:
@@ -428,7 +418,7 @@ def autotag(
     (True, 7)
     """
     progress = _check_arguments(net, nep_patience, progress)
-    workers = _check_n_jobs(n_jobs)
+    workers = worker_count(n_jobs)
     if not isinstance(prune, (bool, np.bool_)):
         raise InvalidInputError(f"prune must be True or False; got {prune!r}")
     coefficients = _linear_coefficients(predictor)

@@ -57,9 +57,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_choice, check_int
+from .._jobs import worker_count
 from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
-from ._autotag import Candidate, Design, _check_n_jobs, autotag
+from ._autotag import Candidate, Design, autotag
 from ._stranger_bound import NoiseRequirement, StrangerBound, required_noise_of_arrays
 from .baselines import dlfdp, erg, ndlf
 from .features import (
@@ -571,7 +572,7 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
               audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str = "lazy-metropolis"):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
     mixing = check_choice(mixing, "mixing", MIXING)
-    workers = _check_n_jobs(n_jobs)
+    workers = worker_count(n_jobs)
     model, description = _resolve_predictor(predictor)
     objective = _objective(net, model, class_counts,
                            _stranger_bound(model, max_stranger_mu, audit_rounds))
