@@ -416,3 +416,16 @@ def test_the_privacy_audit_gossips_with_the_carried_weights(toy, toy_fastest):
     np.testing.assert_array_equal(np.isinf(weighted), np.isinf(twin))
     np.testing.assert_allclose(weighted[finite], twin[finite], rtol=1e-9)
     assert not np.allclose(weighted[finite], plain[finite])
+
+
+def test_weighting_refuses_what_it_cannot_weight():
+    from topokit.design.mixing import metropolis_hastings_topology
+    from topokit.errors import DisconnectedGraphError, NodeNotFoundError
+
+    for weigh in (metropolis_hastings_topology, fastest_mixing_topology):
+        with pytest.raises(InvalidInputError, match="topology must be a topokit Topology"):
+            weigh("A-B", ["A", "B"])
+        with pytest.raises(DisconnectedGraphError, match="not connected"):
+            weigh(Topology([(0, 1), (2, 3)]), [0, 1, 2, 3])
+    with pytest.raises(NodeNotFoundError, match="not among the nodes given"):
+        Topology([(0, 1)]).mixing_matrix([0])

@@ -60,9 +60,12 @@ def test_design_reports_the_audit_of_every_column():
     assert result.exit_code == 0, result.output
     record = json.loads(result.output)
     chosen = Topology(record["topology"]["edges"], record["topology"]["dp_devices"])
+    # By default the audit's z is the one training adds at epsilon = 1 per round.
+    assert record["stranger_audit"]["noise_multiplier"] == pytest.approx(3.7306, abs=1e-4)
     for name, topology in (("AutoTag", chosen), ("NDLF", ndlf(net)), ("DLFDP", dlfdp(net))):
         column = record["baselines"][name]
-        exposed, worst = _stranger_summary(net, topology, 30, 1.0)
+        exposed, worst = _stranger_summary(net, topology, 30,
+                                           record["stranger_audit"]["noise_multiplier"])
         assert column["exposed_stranger_pairs"] == exposed
         assert (column["stranger_mu_max"] is None) == (worst is None)
         if worst is not None:
@@ -137,7 +140,7 @@ def test_design_under_a_stranger_bound_shows_the_design_at_its_noise():
     result = run("design", "-e", "toy", "--max-stranger-mu", 0.2, "--audit-rounds", 20,
                  "--json")
     assert result.exit_code == 0, result.output
-    record = json.loads(result.output)
+    record = json.loads(result.stdout)  # the warning goes to stderr
     bound = record["stats"]["stranger_bound"]
     assert bound["max_stranger_mu"] == 0.2 and bound["audit_rounds"] == 20
     chosen = Topology(record["topology"]["edges"], record["topology"]["dp_devices"])
@@ -167,3 +170,17 @@ def test_library_warnings_reach_the_cli_user_as_one_line():
     lines = [line for line in result.output.splitlines() if "predicted to reach" in line]
     assert len(lines) == 1 and lines[0].startswith("warning: ")
     assert "optimize_with_references(" not in result.output
+
+
+def test_the_dsgd_audit_model_reaches_the_columns():
+    net = load_example("toy")
+    result = run("analyze", "-e", "toy", "--audit-rounds", 10, "--audit-model", "dsgd", "-z", 2,
+                 "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    summary = privacy_audit(net, net.topology, rounds=10, noise_multiplier=2.0,
+                            model="dsgd").summary()
+    assert record["stranger_audit"]["model"] == "dsgd"
+    assert record["stranger_mu_max"] == pytest.approx(summary["stranger_mu_max"], rel=1e-12)
+    bad = run("analyze", "-e", "toy", "--audit-model", "sgd")
+    assert bad.exit_code == 2 and "--audit-model" in bad.output

@@ -42,6 +42,7 @@ class StrangerAudit(NamedTuple):
 
     rounds: int                # T; 0 runs no audit
     noise_multiplier: float    # z of every DP device
+    model: str = "gossip"      # the audit's model: one private value, or D-SGD's every round
 
     def columns(self, net, topology, noise_multiplier: float | None = None) -> dict[str, Any]:
         """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
@@ -51,8 +52,8 @@ class StrangerAudit(NamedTuple):
         from ..design.audit import privacy_audit
 
         z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
-        summary = privacy_audit(net, topology, rounds=self.rounds,
-                                noise_multiplier=z).summary()
+        summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
+                                model=self.model).summary()
         return {key: summary[key] for key in STRANGER_KEYS}
 
     def settings(self) -> dict[str, Any]:
@@ -61,23 +62,31 @@ class StrangerAudit(NamedTuple):
 
         knows = privacy_audit.__kwdefaults__["observer_knows_own_noise"]
         return {"rounds": self.rounds, "noise_multiplier": self.noise_multiplier,
-                "observer_knows_own_noise": knows}
+                "model": self.model, "observer_knows_own_noise": knows}
 
     def caption(self) -> str:
         """One line under the table saying what the audit rows are."""
         if self.rounds == 0:
             return "stranger audit skipped (--audit-rounds 0)"
-        return (f"stranger rows: exact privacy audit of linear gossip over T = {self.rounds} "
-                f"rounds, z = {self.noise_multiplier:g} on every DP device (mu-GDP; an exposed "
-                "pair has mu = inf); every pair: topokit audit")
+        what = ("linear gossip of one value (exact)" if self.model == "gossip" else
+                "linearised D-SGD, a contribution every round (an upper bound)")
+        return (f"stranger rows: privacy audit of {what} over T = {self.rounds} rounds, z = "
+                f"{self.noise_multiplier:.4g} on every DP device (mu-GDP; an exposed pair has "
+                "mu = inf); every pair: topokit audit")
 
 
-def _stranger_audit(rounds: int, noise_multiplier: float) -> StrangerAudit:
-    """The audit options, checked and named as the user wrote them."""
-    from .._checks import check_int, check_real
+def _stranger_audit(rounds: int, noise_multiplier: float | None,
+                    model: str = "gossip") -> StrangerAudit:
+    """The audit options, checked and named as the user wrote them; z defaults to the noise
+    multiplier of epsilon = 1 per round, what DP devices train with by default (and what
+    the fitted predictor assumes)."""
+    from .._checks import check_choice, check_int, check_real
+    from ..design.features import DEFAULT_NOISE_MULTIPLIER
 
+    z = DEFAULT_NOISE_MULTIPLIER if noise_multiplier is None else noise_multiplier
     return StrangerAudit(check_int(rounds, "--audit-rounds", low=0),
-                         check_real(noise_multiplier, "--noise-multiplier", low=0))
+                         float(check_real(z, "--noise-multiplier", low=0)),
+                         check_choice(model, "--audit-model", ("gossip", "dsgd")))
 
 
 AuditRoundsOpt = typer.Option(
@@ -85,7 +94,13 @@ AuditRoundsOpt = typer.Option(
     help="Rounds of gossip the stranger audit watches (0: no audit). mu grows with T and "
          "levels off once the gossip has mixed.")
 NoiseMultiplierOpt = typer.Option(
-    1.0, "--noise-multiplier", "-z", help="Noise multiplier z of every DP device in the audit.")
+    None, "--noise-multiplier", "-z",
+    help="Noise multiplier z of every DP device in the audit (default 3.73: epsilon = 1 per "
+         "round, what training uses by default).")
+AuditModelOpt = typer.Option(
+    "gossip", "--audit-model",
+    help="gossip (one private value, exact) or dsgd (a contribution every round, as in "
+         "training; an upper bound).")
 
 
 @handles_user_errors
@@ -99,6 +114,7 @@ def analyze(
              "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
+    audit_model: str = AuditModelOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Metrics of a topology: hitting time, spectral gap, DP ratio, local iterate, predicted time.
@@ -110,7 +126,7 @@ def analyze(
     from ..design.baselines import ndlf
     from ..design.time_predictor import load_predictor
 
-    audit = _stranger_audit(audit_rounds, noise_multiplier)
+    audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
     net = resolve_network(network, example)
     chosen = _topology_for(net, topology) if topology else net.topology
     model = load_predictor(str(predictor)) if predictor else None
@@ -214,6 +230,7 @@ def design(
              "on the chosen links when predicted no slower."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
+    audit_model: str = AuditModelOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Design a topology and compare it with NDLF, DLFDP, ERG (and AutoTag).
@@ -231,7 +248,7 @@ def design(
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
-    audit = _stranger_audit(audit_rounds, noise_multiplier)
+    audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
     _check_stranger_bound(method, max_stranger_mu, audit)
     _check_mixing(method, mixing)
     if nep_patience is not None:
@@ -248,7 +265,7 @@ def design(
         chosen, topologies = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
                                         max_stranger_mu=max_stranger_mu,
                                         audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
-                                        mixing=mixing)
+                                        audit_model=audit.model, mixing=mixing)
         model = load_predictor(model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
@@ -323,14 +340,15 @@ def _check_mixing(method: str, mixing: str) -> None:
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
-               mixing: str = "lazy-metropolis"):
+               audit_model: str = "gossip", mixing: str = "lazy-metropolis"):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
 
     with reporting_progress("local searches", total=3, quiet=quiet) as report:
         chosen, references = optimize_with_references(
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
-            max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds, mixing=mixing)
+            max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
+            audit_model=audit_model, mixing=mixing)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}

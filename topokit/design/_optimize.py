@@ -77,6 +77,9 @@ from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_pred
 
 __all__ = ["optimize"]
 
+#: The privacy-audit models a stranger bound can be checked under.
+AUDIT_MODELS = ("gossip", "dsgd")
+
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")
 
@@ -417,6 +420,7 @@ def optimize(
     max_stranger_mu: float | None = None,
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
     mixing: str = "lazy-metropolis",
+    audit_model: str = "gossip",
 ) -> Design:
     """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
 
@@ -468,6 +472,14 @@ def optimize(
         :class:`TrainingTimePredictor`, such as ``"default"``).
     audit_rounds : int >= 1, default 50
         T of that audit.
+    audit_model : {"gossip", "dsgd"}, default "gossip"
+        The audit's model (:func:`topokit.privacy_audit`): ``"gossip"``, each
+        device's one private value averaged over the rounds (the issue's
+        model; exact), or ``"dsgd"``, a bounded private contribution every
+        round as in D-SGD training (an upper bound on mu that composes over
+        the rounds, so it needs far more noise; exact for linear updates, a
+        linearisation for real training).  The gossip bound does not bound
+        what a stranger learns from D-SGD training.
     mixing : {"lazy-metropolis", "metropolis", "fastest"}, default "lazy-metropolis"
         The mixing weights of the design: the paper's Lazy-Metropolis,
         (non-lazy) Metropolis-Hastings 1 / (1 + max(d_i, d_j)), or Boyd,
@@ -546,7 +558,7 @@ def optimize(
         net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
         n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
         progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
-        mixing=mixing)
+        mixing=mixing, audit_model=audit_model)
     return design
 
 
@@ -569,13 +581,14 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
               max_evaluations: int | None = None, trust_region: bool = True,
               progress: Callable[[int, int], Any] | None = None,
               max_stranger_mu: float | None = None,
-              audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str = "lazy-metropolis"):
+              audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str = "lazy-metropolis",
+              audit_model: str = "gossip"):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
     mixing = check_choice(mixing, "mixing", MIXING)
     workers = worker_count(n_jobs)
     model, description = _resolve_predictor(predictor)
     objective = _objective(net, model, class_counts,
-                           _stranger_bound(model, max_stranger_mu, audit_rounds))
+                           _stranger_bound(model, max_stranger_mu, audit_rounds, audit_model))
     started = time.perf_counter()
     base_seed = int_seed(seed)
     starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers,
@@ -596,12 +609,13 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
     stats = _stats(scores, chosen, results, best, started)
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
-    if objective.bound is not None:
-        stats["stranger_bound"] = _bound_stats(objective, results, best, starts, scores)
     topology, score = objective.topology(results[best][0]), results[best][1]
     if mixing != "lazy-metropolis":
         topology, score, stats["mixing"] = _mixing_weights(objective, bound, results[best][0],
                                                            score, mixing, base_seed)
+    if objective.bound is not None:  # of the final design: its weights change the audit
+        stats["stranger_bound"] = _bound_stats(objective, score.noise, results, starts, scores,
+                                               extra_audits=int("mixing" in stats))
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
@@ -620,11 +634,13 @@ def _warn_never_reached(objective: _Objective) -> None:
         "predictor's settings", TopokitWarning, stacklevel=4)
 
 
-def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any) -> StrangerBound | None:
+def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
+                    audit_model: Any) -> StrangerBound | None:
     """The checked stranger bound of :func:`optimize` (None without ``max_stranger_mu``)."""
     from .._checks import check_real
 
     rounds = check_int(audit_rounds, "audit_rounds", low=1)
+    audit_model = check_choice(audit_model, "audit_model", AUDIT_MODELS)
     if max_stranger_mu is None:
         return None
     max_mu = check_real(max_stranger_mu, "max_stranger_mu", low=0, closed="neither")
@@ -632,7 +648,8 @@ def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any) -> Stra
         raise InvalidInputError(
             "max_stranger_mu needs a predictor that counts DP noise, and eq. (15) does not: "
             "use predictor='default' or a TrainingTimePredictor file")
-    return StrangerBound(float(max_mu), rounds, float(model.feature_settings.noise_multiplier))
+    return StrangerBound(float(max_mu), rounds, float(model.feature_settings.noise_multiplier),
+                         audit_model)
 
 
 def _reference_scores(objective: _Objective, scores: dict[str, _Score],
@@ -643,14 +660,14 @@ def _reference_scores(objective: _Objective, scores: dict[str, _Score],
         objective.state(starts[name])) for name in REFERENCE_DESIGNS if name in starts}
 
 
-def _bound_stats(objective: _Objective, results: list, best: int, starts: dict,
-                 scores: dict) -> dict[str, Any]:
-    need = results[best][1].noise
+def _bound_stats(objective: _Objective, need: NoiseRequirement, results: list, starts: dict,
+                 scores: dict, extra_audits: int = 0) -> dict[str, Any]:
     return {
         "max_stranger_mu": objective.bound.max_mu, "audit_rounds": objective.bound.rounds,
+        "audit_model": objective.bound.model,
         "base_noise_multiplier": objective.bound.base_noise,
         "noise_multiplier": need.noise_multiplier, "stranger_mu_max": need.stranger_mu_max,
-        "audits": sum(result[2].audits for result in results),
+        "audits": sum(result[2].audits for result in results) + extra_audits,
         "inadmissible_references": [name for name in REFERENCE_DESIGNS
                                     if name in starts and name not in scores],
     }

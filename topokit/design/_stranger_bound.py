@@ -8,7 +8,9 @@ observer's view has noise covariance z^2 C_1, C_1 the covariance at z = 1, so
 .. math:: \\mu_{ik}(z) = \\mu_{ik}(1) / z
 
 for every pair that is not exposed, and exposure (mu = inf: the observer can
-cancel the noise) does not depend on z > 0.  One audit at z = 1 therefore
+cancel the noise) does not depend on z > 0.  The same holds for the audit's
+D-SGD model (both terms of its bound scale as 1 / z).  Per-device noise levels
+do not scale this way; only a common z is chosen here.  One audit at z = 1 therefore
 gives the smallest common z for which every stranger pair has mu at most the
 bound: z* = max(z_0, max_stranger mu_ik(1) / bound), with z_0 the noise the
 DP devices add anyway (their epsilon's); no z helps a topology that exposes
@@ -26,6 +28,9 @@ from numpy.typing import NDArray
 from ._audit_kernels import stranger_mu_max
 from .network import Network, Topology
 
+#: z* is raised by this relative margin so that a fresh audit at z* meets the bound strictly.
+_MARGIN = 1.0 + 1e-9
+
 
 class StrangerBound(NamedTuple):
     """What :func:`topokit.optimize` must guarantee every stranger pair."""
@@ -33,6 +38,7 @@ class StrangerBound(NamedTuple):
     max_mu: float       # the bound on mu_ik over stranger pairs (i, k)
     rounds: int         # T, the rounds of gossip the audit watches
     base_noise: float   # z_0: what every DP device adds regardless (the predictor's settings)
+    model: str = "gossip"  # the audit's model: "gossip" (one value) or "dsgd" (every round)
 
 
 class NoiseRequirement(NamedTuple):
@@ -58,8 +64,8 @@ def required_noise(net: Network, topology: Topology, bound: StrangerBound) -> No
     """z* of every DP device so that every stranger pair has mu <= ``bound.max_mu``.
 
     Module notes: one audit at z = 1, then mu scales as 1 / z.  The returned
-    z* makes the worst stranger mu equal the bound up to rounding (a relative
-    1e-15), or keeps z_0 when that already suffices.  The topology mixes with
+    z* brings the worst stranger mu to the bound divided by 1 + 1e-9, or keeps
+    z_0 when that already suffices.  The topology mixes with
     its own weights if it carries them.
     """
     from .features import _adjacency
@@ -80,8 +86,9 @@ def required_noise_of_arrays(adjacency: NDArray[np.float64], dp_mask: NDArray[np
     each observer's stranger owners.  ``weights`` is W (default Lazy-Metropolis).
     """
     exposed, unit = stranger_mu_max(adjacency, dp_mask.astype(np.float64), social, bound.rounds,
-                                    weights=weights)
+                                    weights=weights, model=bound.model)
     unit = 0.0 if unit is None else float(unit)
     if exposed:
         return NoiseRequirement(float("inf"), int(exposed), unit)
-    return NoiseRequirement(max(bound.base_noise, unit / bound.max_mu), 0, unit)
+    # A hair above unit / max_mu, so that the bound holds after rounding, not only up to it.
+    return NoiseRequirement(max(bound.base_noise, unit / bound.max_mu * _MARGIN), 0, unit)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable, Iterable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +27,12 @@ from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_real
 from .._random import SeedLike
-from ..errors import InvalidInputError, NodeNotFoundError, TopokitWarning
+from ..errors import (
+    DisconnectedGraphError,
+    InvalidInputError,
+    NodeNotFoundError,
+    TopokitWarning,
+)
 from ..kernels import fastest_mixing_weights
 from .network import Network, Topology, _brief, _collection, _sort_key
 
@@ -53,6 +59,23 @@ def _node_order(topology: Topology, nodes_or_net: Network | Iterable[Hashable]) 
     if unknown:
         raise NodeNotFoundError(
             f"the topology links device {unknown[0]!r}, which is not among the nodes given"
+        )
+    return nodes
+
+
+def _checked_nodes(topology: Any, nodes_or_net: Network | Iterable[Hashable]) -> list:
+    """The device order of a topology to weight, which must be a connected Topology."""
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(
+            f"topology must be a topokit Topology; got {type(topology).__name__}"
+        )
+    nodes = _node_order(topology, nodes_or_net)
+    index = {node: k for k, node in enumerate(nodes)}
+    rows = np.array([index[u] for u, _ in topology.edges], dtype=np.intp)
+    cols = np.array([index[v] for _, v in topology.edges], dtype=np.intp)
+    if not _connected(len(nodes), rows, cols):
+        raise DisconnectedGraphError(
+            "the topology is not connected: no mixing weights make its parts agree; link them"
         )
     return nodes
 
@@ -160,12 +183,8 @@ def fastest_mixing_topology(
     >>> round(1 - spectral_gap(path.mixing_matrix(["a", "b", "c", "d"])), 4)  # Lazy-Metropolis
     0.8536
     """
-    if not isinstance(topology, Topology):
-        raise InvalidInputError(
-            f"topology must be a topokit Topology; got {type(topology).__name__}"
-        )
+    nodes = _checked_nodes(topology, nodes_or_net)
     min_weight = check_real(min_weight, "min_weight", low=0)
-    nodes = _node_order(topology, nodes_or_net)
     index = {node: k for k, node in enumerate(nodes)}
     rows = np.array([index[u] for u, _ in topology.edges], dtype=np.intp)
     cols = np.array([index[v] for _, v in topology.edges], dtype=np.intp)
@@ -193,8 +212,9 @@ def metropolis_hastings_topology(topology: Topology,
     """The topology with (non-lazy) Metropolis-Hastings weights 1 / (1 + max(d_i, d_j)).
 
     The simple alternative to :func:`fastest_mixing_topology`: the same links,
-    the weights of :func:`topokit.metropolis` (Xiao and Boyd's "maximum-degree"
-    family; each device keeps the rest of its row).  Unlike the
+    the weights of :func:`topokit.metropolis` (the Metropolis-Hastings weights of
+    Xiao and Boyd's "Fast linear iterations for distributed averaging", 2004;
+    each device keeps the rest of its row).  Unlike the
     Lazy-Metropolis weights of the paper (self-weight at least 1/2), they do
     not halve the speed of mixing.
 
@@ -209,6 +229,13 @@ def metropolis_hastings_topology(topology: Topology,
     Topology
         The same links and DP devices, with weights.
 
+    Raises
+    ------
+    InvalidInputError
+        ``topology`` is not a Topology, or the nodes do not fit it.
+    DisconnectedGraphError
+        The topology is not connected.
+
     Examples
     --------
     >>> from topokit import Topology
@@ -218,7 +245,7 @@ def metropolis_hastings_topology(topology: Topology,
     """
     from ..kernels import metropolis
 
-    nodes = _node_order(topology, nodes_or_net)
+    nodes = _checked_nodes(topology, nodes_or_net)
     index = {node: k for k, node in enumerate(nodes)}
     matrix = metropolis(topology.graph(nodes))
     return topology.with_weights([float(matrix[index[u], index[v]]) for u, v in topology.edges])

@@ -212,7 +212,16 @@ class Topology:
         """
         from ..kernels import lazy_metropolis  # the kernels compile on first use
 
+        nodes = list(nodes)
         graph = self.graph(nodes)
+        if graph.number_of_nodes() != len(nodes):
+            # graph() adds the ends of links missing from ``nodes``: the rows would not be
+            # the devices asked for.
+            missing = sorted(set(graph) - set(nodes), key=_sort_key)
+            raise NodeNotFoundError(
+                f"the topology links device {missing[0]!r}, which is not among the nodes given; "
+                "pass every device (net.nodes)" if missing else
+                "nodes names a device twice; give every device once")
         if self.weights is None:
             return lazy_metropolis(graph)
         index = {node: k for k, node in enumerate(graph)}

@@ -1,0 +1,172 @@
+"""Designs under a bound on what strangers learn, measured in training (issue 20, part 4).
+
+For each network, skewness and stranger bound b, every design below is trained
+with the noise multiplier z* that makes it meet the bound under the audit's
+gossip model (the least common z of its DP devices under which
+:func:`topokit.privacy_audit` finds every stranger pair at mu <= b for one
+private value gossiped over ``AUDIT_ROUNDS`` rounds; never less than the base
+z_0 = 3.73 of epsilon = 1 per round).  That is the issue's model; it does not
+bound what the D-SGD training run itself reveals (``audit_model="dsgd"``):
+
+- ``optimize``: ``topokit.optimize(net, max_stranger_mu=b)`` (links, DP devices
+  and z* chosen together);
+- ``everyone-dp``: the social graph with every device DP;
+- ``dlfdp``: every pair with a finite delay linked, every device DP.
+
+DeepPrivacy's AutoTag design and NDLF are trained at z_0 for reference: they
+leave stranger pairs exposed (mu = inf), so no noise makes them meet any bound.
+Reported: measured time to 88 % (never-reached runs count as T + 1 rounds), the
+paired ratio optimize / everyone-dp and optimize / dlfdp per setting with a
+bootstrap 95 % interval over trials, and each design's z* and audit.
+
+Networks: SIoT networks generated with seeds 300-301 (never used to fit the
+default predictor), 12 and 16 devices; logistic regression on scikit-learn's
+digits.  Writes analyses/out/stranger_bound{,_quick}.{json,png,parquet}.
+Run: ``python analyses/stranger_bound.py`` (``--quick``: one network, 2 trials).
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+import zlib
+
+import numpy as np
+import pandas as pd
+from design_benchmark import ROUNDS, TARGET, TRAIN, bootstrap_median, trial_seed
+
+import topokit
+from topokit._io import atomic_write_bytes
+from topokit._random import keyed_seed
+from topokit.design._stranger_bound import StrangerBound, required_noise
+from topokit.design.baselines import dlfdp, ndlf
+from topokit.design.features import DEFAULT_NOISE_MULTIPLIER
+from topokit.design.siot import siot
+from topokit.design.validation import _partition_counts, _training_data
+from topokit.training import DPConfig
+
+from _common import machine, out_path, write_json
+
+SIZES = (12, 16)
+SEEDS = (300, 301)
+SKEWNESS = (0.0, 0.8)
+BOUNDS = (0.25, 0.1)
+AUDIT_ROUNDS = 50
+TRIALS = 5
+
+
+def designs(net: topokit.Network, counts, bound: float, seed: int) -> dict[str, tuple]:
+    """name -> (Topology, z*, exposed stranger pairs) of every design of the setting."""
+    base = float(DEFAULT_NOISE_MULTIPLIER)
+    limit = StrangerBound(bound, AUDIT_ROUNDS, base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # optimize warns when nothing reaches the target
+        chosen = topokit.optimize(net, class_counts=counts, seed=seed, max_stranger_mu=bound,
+                                  audit_rounds=AUDIT_ROUNDS)
+    result = {"optimize": (chosen.topology, chosen.stats["stranger_bound"]["noise_multiplier"],
+                           0)}
+    for name, topology in (("everyone-dp", topokit.Topology(ndlf(net).edges, net.nodes)),
+                           ("dlfdp", dlfdp(net))):
+        need = required_noise(net, topology, limit)
+        result[name] = (topology, need.noise_multiplier, need.exposed_stranger_pairs)
+    for name, topology in (("autotag", topokit.autotag(net).topology), ("ndlf", ndlf(net))):
+        result[name] = (topology, base, required_noise(net, topology, limit)
+                        .exposed_stranger_pairs)
+    return result
+
+
+def run_setting(size: int, net_seed: int, skewness: float, bound: float,
+                trials: int) -> pd.DataFrame:
+    net = siot(size, seed=net_seed)
+    seed = zlib.crc32(f"stranger-{size}-{net_seed}".encode()) % 2**31
+    counts = _partition_counts(net, _training_data(None, None, "digits").y,
+                               trial_seed(seed, 0), partition=skewness)
+    frames = []
+    for name, (topology, z, exposed) in designs(net, counts, bound, seed).items():
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="skewness .* needs more rows")
+            frame = topokit.validate(net, {name: topology}, targets=(TARGET,), trials=trials,
+                                     seed=seed, partition=skewness, audit_rounds=0,
+                                     dp=DPConfig(noise_multiplier=z), **TRAIN).frame
+        frames.append(frame.assign(noise_multiplier=z, exposed_stranger_pairs=exposed))
+    frame = pd.concat(frames, ignore_index=True)
+    rounds = np.minimum(frame["measured_rounds"].fillna(ROUNDS + 1), ROUNDS + 1)
+    return frame.assign(network=f"siot{size}-s{net_seed}", skewness=skewness, bound=bound,
+                        rounds=rounds, time=rounds * frame["local_iterate"])[
+        ["network", "skewness", "bound", "topology", "trial", "noise_multiplier",
+         "exposed_stranger_pairs", "n_links", "n_dp_devices", "local_iterate", "rounds",
+         "time", "final_accuracy"]]
+
+
+def paired(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting: median over trials of optimize's time over each other design's."""
+    keys = ["network", "skewness", "bound"]
+    wide = runs.pivot_table(index=[*keys, "trial"], columns="topology", values="time")
+    rows = []
+    for key, group in wide.groupby(level=keys, sort=False):
+        for other in ("everyone-dp", "dlfdp", "autotag", "ndlf"):
+            ratio = (group["optimize"] / group[other]).to_numpy(float)
+            rng = np.random.default_rng(keyed_seed(20211, zlib.crc32(repr((key, other))
+                                                                     .encode())))
+            low, high = bootstrap_median(ratio, rng)
+            rows.append({**dict(zip(keys, key, strict=True)), "other": other,
+                         "ratio": float(np.median(ratio)), "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows)
+
+
+def plot(ratios: pd.DataFrame, path) -> None:
+    import matplotlib.pyplot as plt
+
+    from topokit.plotting._style import save_figure
+
+    figure, axis = plt.subplots(figsize=(8, 4))
+    for offset, (other, marker) in enumerate((("everyone-dp", "o"), ("dlfdp", "s"))):
+        rows = ratios[ratios["other"] == other].reset_index(drop=True)
+        x = rows.index + 0.15 * offset
+        axis.errorbar(x, rows["ratio"], yerr=[rows["ratio"] - rows["ci_low"],
+                                              rows["ci_high"] - rows["ratio"]],
+                      fmt=marker, capsize=2, label=f"optimize / {other}")
+    axis.axhline(1.0, color="grey", lw=0.8)
+    axis.set_yscale("log")
+    axis.set_xlabel("setting (network x skewness x bound)")
+    axis.set_ylabel(f"time to {TARGET:.0%}, paired median (95 % CI)")
+    axis.set_title("same stranger bound, each design at the noise it needs")
+    axis.legend()
+    save_figure(figure, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one network, 2 trials")
+    args = parser.parse_args()
+    sizes, seeds = ((12,), (300,)) if args.quick else (SIZES, SEEDS)
+    trials = 2 if args.quick else TRIALS
+    runs = pd.concat([run_setting(size, seed, skewness, bound, trials)
+                      for size in sizes for seed in seeds for skewness in SKEWNESS
+                      for bound in BOUNDS], ignore_index=True)
+    ratios = paired(runs)
+    name = "stranger_bound_quick" if args.quick else "stranger_bound"
+    atomic_write_bytes(out_path(f"{name}.parquet"), runs.to_parquet(index=False))
+    summary = {}
+    for other, group in ratios.groupby("other"):
+        geo = float(np.exp(np.log(group["ratio"]).mean()))
+        summary[other] = {"geometric_mean_ratio": geo, "settings": int(len(group)),
+                          "ci_below_1": int((group["ci_high"] < 1).sum()),
+                          "ci_above_1": int((group["ci_low"] > 1).sum())}
+        print(f"optimize / {other:11s}: geometric-mean time ratio {geo:.3f} over {len(group)} "
+              f"settings; CI below 1 in {summary[other]['ci_below_1']}, above 1 in "
+              f"{summary[other]['ci_above_1']}")
+    noise = runs.groupby(["bound", "topology"])["noise_multiplier"].median()
+    exposed = runs.groupby("topology")["exposed_stranger_pairs"].max()
+    print("median z* by bound and design:\n" + noise.to_string())
+    print("most exposed stranger pairs by design:\n" + exposed.to_string())
+    write_json(f"{name}.json", {
+        "command": f"python analyses/stranger_bound.py{' --quick' if args.quick else ''}",
+        "machine": machine(), "summary": summary, "ratios": ratios.to_dict("records"),
+        "median_noise_multiplier": {f"{b} {t}": v for (b, t), v in noise.items()},
+        "max_exposed_stranger_pairs": exposed.to_dict()})
+    plot(ratios, out_path(f"{name}.png"))
+
+
+if __name__ == "__main__":
+    main()
