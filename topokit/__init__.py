@@ -24,8 +24,8 @@ import sys
 from typing import Any
 
 from . import _compat
-from ._version import __version__
 from . import design as _design_package
+from ._version import __version__
 from .design import _autotag as _autotag_module
 from .design._autotag import Design, autotag
 from .design._optimize import optimize
