@@ -168,3 +168,15 @@ def test_the_results_file_has_the_same_bytes_for_the_same_seeds(tmp_path, monkey
     assert sorted(path.name for path in tmp_path.iterdir()) == [  # no temporary files left
         "bench_autotag_scale_quick.json", "bench_autotag_scale_quick.png",
         "bench_autotag_scale_quick.timings.json"]
+
+
+def test_the_plot_draws_sizes_where_exact_autotag_never_ran(tmp_path):
+    # Beyond --skip-exact-above there is no gap to plot: the gap panel must not ask for a log
+    # axis of no points (it raised ValueError at 512 and 1,000 devices).
+    rows = [{"n_devices": n, "gap_eq15": None,
+             "ratio_to_best_reference": {"default": 1.0, "paper": 1.0}} for n in (512, 1000)]
+    timings = [{"n_devices": n, "optimize_default_seconds": s, "optimize_paper_seconds": s,
+                "autotag_exact_seconds": None} for n, s in ((512, 11.0), (1000, 44.0))]
+    path = tmp_path / "scale.png"
+    bench.plot_scale(rows, timings, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
