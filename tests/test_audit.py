@@ -8,6 +8,7 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
+from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Topology, autotag, load_example
@@ -26,33 +27,7 @@ from topokit.design.siot import siot
 from topokit.errors import InvalidInputError, InvalidTopologyError, NodeNotFoundError
 from topokit.testing.naive_audit import naive_privacy_audit
 
-RTOL = 1e-9
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return load_example("toy")
-
-
-def _random_case(seed: int):
-    """A random valid topology on a small SIoT network, its rounds and per-device noise."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(6, 15))
-    net = siot(n, seed=seed, colocation_range_m=100.0)
-    topology = random_topology(net, seed=seed, n_dp=int(rng.integers(0, n + 1)))
-    # DP devices draw their z; a few non-DP devices add noise too (the mapping form).
-    noise = {node: float(rng.uniform(0.5, 2.0)) if node in topology.dp_devices
-             or rng.random() < 0.2 else 0.0 for node in net.nodes}
-    return net, topology, int(rng.integers(1, 13)), noise
-
-
-def _assert_same_mu(got, expected):
-    """Equal NaN / inf patterns and finite values within RTOL relative."""
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
-    finite = np.isfinite(expected)
-    np.testing.assert_allclose(got[finite], expected[finite], rtol=RTOL, atol=1e-300)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,20 +37,20 @@ def _assert_same_mu(got, expected):
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("knows", [False, True])
 def test_both_methods_agree_with_the_dense_twin(seed, knows):
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     expected = naive_privacy_audit(net, topology, rounds, noise, observer_knows_own_noise=knows)
     problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, knows)
     for method in kernels.METHODS:
         got = np.column_stack([kernels.observer_column(problem, k, method)
                                for k in range(net.n_devices)])
-        _assert_same_mu(got, expected)
+        assert_same_mu(got, expected)
 
 
 def test_privacy_audit_agrees_with_the_twin_on_a_larger_case():
     net = siot(14, seed=3, colocation_range_m=100.0)
     topology = random_topology(net, seed=3, n_dp=5)
     audit = privacy_audit(net, topology, rounds=12, noise_multiplier=1.5)
-    _assert_same_mu(audit.mu, naive_privacy_audit(net, topology, 12, 1.5))
+    assert_same_mu(audit.mu, naive_privacy_audit(net, topology, 12, 1.5))
 
 
 def test_a_hidden_owner_that_never_reaches_the_view_has_mu_zero():
@@ -141,7 +116,7 @@ def test_ndlf_exposes_every_stranger(name):
 # ---------------------------------------------------------------------------------------------
 
 def test_mu_never_decreases_with_rounds():
-    net, topology, _, noise = _random_case(11)
+    net, topology, _, noise = random_case(11)
     previous = privacy_audit(net, topology, rounds=1, noise_multiplier=noise).mu
     for rounds in range(2, 9):
         mu = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise).mu
@@ -167,7 +142,7 @@ def test_a_heard_dp_owner_has_mu_one_over_z(toy):
 
 
 def test_knowing_its_own_noise_never_lowers_mu():
-    net, topology, rounds, noise = _random_case(5)
+    net, topology, rounds, noise = random_case(5)
     weak = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
                          observer_knows_own_noise=False).mu
     strong = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
@@ -200,7 +175,7 @@ def test_exposed_pairs_are_among_the_metrics_exposed_pairs(seed, knows):
     # neighbours, the DP devices on that border can cancel the change of s_i each round,
     # so nothing reaches k: the audit's exposed pairs are among the metric's.  The metric
     # ignores the noise DP neighbours mix into a clean device's messages, so it counts more.
-    net, topology, rounds, _ = _random_case(seed)
+    net, topology, rounds, _ = random_case(seed)
     audit = privacy_audit(net, topology, rounds=rounds, observer_knows_own_noise=knows)
     exposed = np.isinf(audit.mu)
     assert not (exposed & ~_metric_exposed(net, topology)).any()
@@ -217,7 +192,7 @@ def test_toy_metric_counts_pairs_that_incidental_noise_protects(toy):
 
 
 def test_observer_subset_and_threads_give_the_same_columns():
-    net, topology, rounds, noise = _random_case(2)
+    net, topology, rounds, noise = random_case(2)
     full = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise)
     chosen = list(net.nodes[:3])
     part = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,

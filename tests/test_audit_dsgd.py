@@ -9,6 +9,7 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
+from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Network, Topology, load_example
@@ -20,33 +21,7 @@ from topokit.design.siot import siot
 from topokit.errors import InvalidInputError, NodeNotFoundError
 from topokit.testing.naive_audit import naive_dsgd_gram, naive_privacy_audit
 
-RTOL = 1e-9
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return load_example("toy")
-
-
-def _random_case(seed: int):
-    """A random valid topology on a small SIoT network, its rounds and per-device noise
-    (the same kind as tests/test_audit.py's)."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(6, 15))
-    net = siot(n, seed=seed, colocation_range_m=100.0)
-    topology = random_topology(net, seed=seed, n_dp=int(rng.integers(0, n + 1)))
-    noise = {node: float(rng.uniform(0.5, 2.0)) if node in topology.dp_devices
-             or rng.random() < 0.2 else 0.0 for node in net.nodes}
-    return net, topology, int(rng.integers(1, 13)), noise
-
-
-def _assert_same_mu(got, expected):
-    """Equal NaN / inf patterns and finite values within RTOL relative."""
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
-    finite = np.isfinite(expected)
-    np.testing.assert_allclose(got[finite], expected[finite], rtol=RTOL, atol=1e-300)
 
 
 def _complete_network(n: int) -> Network:
@@ -60,14 +35,14 @@ def _complete_network(n: int) -> Network:
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("knows", [False, True])
 def test_dsgd_bounds_agree_with_the_dense_twin(seed, knows):
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, knows, "dsgd")
     columns = [kernels.observer_bounds(problem, k) for k in range(net.n_devices)]
     upper = np.column_stack([column[0] for column in columns])
     lower = np.column_stack([column[1] for column in columns])
     twin = dict(observer_knows_own_noise=knows, model="dsgd")
-    _assert_same_mu(upper, naive_privacy_audit(net, topology, rounds, noise, **twin))
-    _assert_same_mu(lower, naive_privacy_audit(net, topology, rounds, noise, lower=True, **twin))
+    assert_same_mu(upper, naive_privacy_audit(net, topology, rounds, noise, **twin))
+    assert_same_mu(lower, naive_privacy_audit(net, topology, rounds, noise, lower=True, **twin))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -75,7 +50,7 @@ def test_the_dense_twins_dsgd_exposes_exactly_the_gossip_pairs(seed):
     # The docs' argument: a functional that reads round s's change, shifted back by s
     # rounds, reads s_i in a shorter gossip view.  The twin decides each of the T columns
     # on its own, so this checks the argument, not the code that relies on it.
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     gram = naive_dsgd_gram(net, topology, rounds, noise)
     gossip = naive_privacy_audit(net, topology, rounds, noise)
     np.testing.assert_array_equal(np.isinf(gram).any(axis=(2, 3)), np.isinf(gossip))
@@ -85,8 +60,8 @@ def test_privacy_audit_dsgd_agrees_with_the_twin_on_a_larger_case():
     net = siot(14, seed=3, colocation_range_m=100.0)
     topology = random_topology(net, seed=3, n_dp=5)
     audit = privacy_audit(net, topology, rounds=12, noise_multiplier=1.5, model="dsgd")
-    _assert_same_mu(audit.mu, naive_privacy_audit(net, topology, 12, 1.5, model="dsgd"))
-    _assert_same_mu(audit.mu_lower,
+    assert_same_mu(audit.mu, naive_privacy_audit(net, topology, 12, 1.5, model="dsgd"))
+    assert_same_mu(audit.mu_lower,
                     naive_privacy_audit(net, topology, 12, 1.5, model="dsgd", lower=True))
 
 
@@ -112,11 +87,11 @@ def test_complete_graph_all_dp_gives_sqrt_rounds_over_z(n, rounds, z):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_one_round_of_dsgd_is_gossip(seed):
-    net, topology, _, noise = _random_case(seed)
+    net, topology, _, noise = random_case(seed)
     gossip = privacy_audit(net, topology, rounds=1, noise_multiplier=noise)
     dsgd = privacy_audit(net, topology, rounds=1, noise_multiplier=noise, model="dsgd")
-    _assert_same_mu(dsgd.mu, gossip.mu)
-    _assert_same_mu(dsgd.mu_lower, gossip.mu)
+    assert_same_mu(dsgd.mu, gossip.mu)
+    assert_same_mu(dsgd.mu_lower, gossip.mu)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -124,7 +99,7 @@ def test_one_round_of_dsgd_is_gossip(seed):
 def test_dsgd_mu_is_at_least_gossip_mu_and_brackets_the_loss(seed, knows):
     # Gossip is the change delta = e_0 of D-SGD, so mu_dsgd >= mu_gossip; mu_lower is one
     # admissible change sequence, so mu_lower <= mu.
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     settings = dict(rounds=rounds, noise_multiplier=noise, observer_knows_own_noise=knows)
     gossip = privacy_audit(net, topology, **settings).mu
     dsgd = privacy_audit(net, topology, model="dsgd", **settings)
@@ -139,7 +114,7 @@ def test_a_dp_owner_reveals_at_most_its_composed_messages(seed):
     # Post-processing: k's view is a function of owner i's T messages (each delta_t +
     # z_i eta) and of noise independent of i's data, so G_i <= I / z_i^2 (Loewner order).
     # Checked on the twin's G (no cap there), and the audit's mu <= sqrt(T) / z_i.
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     z = np.array([noise[node] for node in net.nodes])
     gram = naive_dsgd_gram(net, topology, rounds, noise, observer_knows_own_noise=False)
     audit = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise, model="dsgd")
@@ -151,7 +126,7 @@ def test_a_dp_owner_reveals_at_most_its_composed_messages(seed):
 
 
 def test_gossip_results_are_unchanged_by_the_model_argument():
-    net, topology, rounds, noise = _random_case(7)
+    net, topology, rounds, noise = random_case(7)
     default = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise)
     named = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise, model="gossip")
     np.testing.assert_array_equal(default.mu, named.mu)
@@ -261,7 +236,7 @@ def test_cli_dsgd_bad_inputs_exit_2_with_one_line(args, words):
 def test_stranger_mu_max_matches_the_audits_summary(seed, model, knows):
     from topokit.design.features import _adjacency
 
-    net, topology, rounds, noise = _random_case(seed)
+    net, topology, rounds, noise = random_case(seed)
     summary = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
                             observer_knows_own_noise=knows, model=model).summary()
     exposed, largest = kernels.stranger_mu_max(
@@ -288,7 +263,7 @@ def test_stranger_mu_max_on_siot32_autotag():
 
 @pytest.mark.parametrize("model", ["gossip", "dsgd"])
 def test_a_subset_of_owners_gives_the_same_entries(model):
-    net, topology, rounds, noise = _random_case(3)
+    net, topology, rounds, noise = random_case(3)
     problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, True, model)
     rng = np.random.default_rng(0)
     for k in range(net.n_devices):

@@ -91,6 +91,17 @@ def _setup(net: Network, topology: Topology, rounds: int,
     return adjacency, powers, _noise(net, topology, noise_multiplier)
 
 
+def _observer_solutions(adjacency: np.ndarray, powers: list, noise: np.ndarray, k: int,
+                        rounds: int, model: str, knows_own_noise: bool):
+    """Observer k's least-squares solutions of its view and which shifts leave range(C)."""
+    heard = [j for j in range(len(noise)) if adjacency[k, j] and j != k]
+    z = noise.copy()
+    if knows_own_noise:
+        z[k] = 0.0
+    mixing, shifts = _view_matrices(powers, heard, z, rounds, model)
+    return _least_squares(mixing, shifts)
+
+
 def naive_dsgd_gram(
     net: Network,
     topology: Topology,
@@ -110,12 +121,8 @@ def naive_dsgd_gram(
     adjacency, powers, noise = _setup(net, topology, rounds, noise_multiplier)
     gram = np.full((n, n, rounds, rounds), np.nan)
     for k in range(n):
-        heard = [j for j in range(n) if adjacency[k, j] and j != k]
-        z = noise.copy()
-        if observer_knows_own_noise:
-            z[k] = 0.0
-        mixing, shifts = _view_matrices(powers, heard, z, rounds, "dsgd")
-        solutions, off_range = _least_squares(mixing, shifts)
+        solutions, off_range = _observer_solutions(adjacency, powers, noise, k, rounds, "dsgd",
+                                                   observer_knows_own_noise)
         for i in range(n):
             if i == k:
                 continue
@@ -153,12 +160,8 @@ def naive_privacy_audit(
     adjacency, powers, noise = _setup(net, topology, rounds, noise_multiplier)
     mu = np.full((n, n), np.nan)
     for k in range(n):
-        heard = [j for j in range(n) if adjacency[k, j] and j != k]
-        z = noise.copy()
-        if observer_knows_own_noise:
-            z[k] = 0.0
-        mixing, shifts = _view_matrices(powers, heard, z, rounds, "gossip")
-        solutions, off_range = _least_squares(mixing, shifts)
+        solutions, off_range = _observer_solutions(adjacency, powers, noise, k, rounds, "gossip",
+                                                   observer_knows_own_noise)
         mu[:, k] = np.linalg.norm(solutions, axis=0)
         mu[off_range, k] = np.inf
         mu[k, k] = np.nan
