@@ -32,6 +32,10 @@ from .._checks import check_int, check_output_path
 from .._io import dumps_json
 from ..errors import InvalidInputError, TopokitError
 
+#: How the CLI names each privacy-audit model (topokit.design.audit), and what its mu is.
+AUDIT_MODEL_TEXT = {"gossip": "gossip of the private values (mu exact)",
+                    "dsgd": "D-SGD, a contribution every round (mu an upper bound)"}
+
 console = Console()
 error_console = Console(stderr=True)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (
+    AUDIT_MODEL_TEXT,
     ExampleOpt,
     JsonOpt,
     NetworkArg,
@@ -21,10 +22,6 @@ from ._common import (
 )
 
 __all__ = ["audit_command"]
-
-_MODEL_TEXT = {"gossip": "gossip of the private values (mu exact)",
-               "dsgd": "D-SGD, a contribution every round (mu an upper bound)"}
-
 
 def _topology(net, path: Path | None):
     """The audited topology and where it came from: the file, the stored one, or NDLF."""
@@ -113,7 +110,7 @@ def audit_command(
                 else "eavesdroppers on the links into each device")
     console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
                   f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
-                  f"{_MODEL_TEXT[model]}, T = {rounds} rounds, z = {noise_multiplier:g}; "
+                  f"{AUDIT_MODEL_TEXT[model]}, T = {rounds} rounds, z = {noise_multiplier:g}; "
                   f"observers: {observer}", soft_wrap=True)
     console.print(metrics_table("privacy audit", {"audit": audit.summary()}))
     if plot is not None:

@@ -12,6 +12,7 @@ from .._io import write_json
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
 from ._common import (
+    AUDIT_MODEL_TEXT,
     ExampleOpt,
     JsonOpt,
     NetworkArg,
@@ -68,9 +69,8 @@ class StrangerAudit(NamedTuple):
         """One line under the table saying what the audit rows are."""
         if self.rounds == 0:
             return "stranger audit skipped (--audit-rounds 0)"
-        what = ("linear gossip of one value (exact)" if self.model == "gossip" else
-                "linearised D-SGD, a contribution every round (an upper bound)")
-        return (f"stranger rows: privacy audit of {what} over T = {self.rounds} rounds, z = "
+        return (f"stranger rows: privacy audit of {AUDIT_MODEL_TEXT[self.model]} over T = "
+                f"{self.rounds} rounds, z = "
                 f"{self.noise_multiplier:.4g} on every DP device (mu-GDP; an exposed pair has "
                 "mu = inf); every pair: topokit audit")
 
@@ -81,12 +81,13 @@ def _stranger_audit(rounds: int, noise_multiplier: float | None,
     multiplier of epsilon = 1 per round, what DP devices train with by default (and what
     the fitted predictor assumes)."""
     from .._checks import check_choice, check_int, check_real
+    from ..design._audit_kernels import MODELS
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
 
     z = DEFAULT_NOISE_MULTIPLIER if noise_multiplier is None else noise_multiplier
     return StrangerAudit(check_int(rounds, "--audit-rounds", low=0),
                          float(check_real(z, "--noise-multiplier", low=0)),
-                         check_choice(model, "--audit-model", ("gossip", "dsgd")))
+                         check_choice(model, "--audit-model", MODELS))
 
 
 AuditRoundsOpt = typer.Option(

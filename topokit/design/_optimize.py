@@ -60,6 +60,7 @@ from .._checks import check_choice, check_int
 from .._jobs import worker_count
 from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
+from ._audit_kernels import MODELS as AUDIT_MODELS  # a stranger bound's audit models
 from ._autotag import Candidate, Design, autotag
 from ._stranger_bound import NoiseRequirement, StrangerBound, required_noise_of_arrays
 from .baselines import dlfdp, erg, ndlf
@@ -76,9 +77,6 @@ from .predictor import GlobalIteratePredictor
 from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_predictor
 
 __all__ = ["optimize"]
-
-#: The privacy-audit models a stranger bound can be checked under.
-AUDIT_MODELS = ("gossip", "dsgd")
 
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")
