@@ -370,6 +370,37 @@ def bootstrap_median(values: np.ndarray, rng: np.random.Generator,
     return float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
 
 
+def paired_median_ratios(wide: pd.DataFrame, keys: list[str], comparisons, seed_label
+                         ) -> list[dict]:
+    """Per setting and comparison: the median over trials of column top / column bottom.
+
+    ``wide`` has one row per (setting, trial), the setting being the index levels
+    ``keys``, and one column per method; ``comparisons`` lists (top, bottom).  The
+    bootstrap 95 % interval of each median is seeded by the setting and
+    ``seed_label(top, bottom)``.  Rows: the keys, ``top``, ``bottom``, ``ratio``,
+    ``ci_low``, ``ci_high``.
+    """
+    rows = []
+    for key, group in wide.groupby(level=keys, sort=False):
+        for top, bottom in comparisons:
+            ratio = (group[top] / group[bottom]).to_numpy(float)
+            label = repr((key, seed_label(top, bottom))).encode()
+            low, high = bootstrap_median(ratio, np.random.default_rng(
+                keyed_seed(BOOTSTRAP_SEED, zlib.crc32(label))))
+            rows.append({**dict(zip(keys, key, strict=True)), "top": top, "bottom": bottom,
+                         "ratio": float(np.median(ratio)), "ci_low": low, "ci_high": high})
+    return rows
+
+
+def ratio_summary(ratios: pd.DataFrame) -> dict[str, Any]:
+    """Over settings: the geometric mean of the median ratios, and how many settings have
+    their 95 % interval below / above 1."""
+    return {"geometric_mean_ratio": float(np.exp(np.log(ratios["ratio"]).mean())),
+            "settings": int(len(ratios)),
+            "ci_below_1": int((ratios["ci_high"] < 1).sum()),
+            "ci_above_1": int((ratios["ci_low"] > 1).sum())}
+
+
 def paired_ratios(times: pd.DataFrame, reference: str = "ndlf") -> pd.DataFrame:
     """Per setting and method: median over trials of censored time / the reference's, with CI."""
     wide = times.pivot_table(index=[*SETTING, "trial"], columns="method", values="censored")

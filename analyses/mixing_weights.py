@@ -29,11 +29,10 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from design_benchmark import ROUNDS, TARGET, TRAIN, bootstrap_median
+from design_benchmark import ROUNDS, TARGET, TRAIN, paired_median_ratios, ratio_summary
 
 import topokit
 from topokit._io import atomic_write_bytes
-from topokit._random import keyed_seed
 from topokit.design.baselines import ndlf
 from topokit.design.siot import siot
 
@@ -93,18 +92,12 @@ COMPARISONS = (("fastest", "lazy-metropolis"), ("fastest", "metropolis"),
 
 def paired(runs: pd.DataFrame, value: str) -> pd.DataFrame:
     """Per (network, skewness, design) and comparison: median over trials of the ratio."""
-    wide = runs.pivot_table(index=["network", "skewness", "design", "trial"],
-                            columns="weights", values=value)
-    rows = []
-    for key, group in wide.groupby(level=["network", "skewness", "design"], sort=False):
-        for top, bottom in COMPARISONS:
-            ratio = (group[top] / group[bottom]).to_numpy(float)
-            rng = np.random.default_rng(keyed_seed(20211, zlib.crc32(repr((key, top)).encode())))
-            low, high = bootstrap_median(ratio, rng)
-            rows.append({"network": key[0], "skewness": key[1], "design": key[2],
-                         "value": value, "comparison": f"{top}/{bottom}",
-                         "ratio": float(np.median(ratio)), "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows)
+    keys = ["network", "skewness", "design"]
+    wide = runs.pivot_table(index=[*keys, "trial"], columns="weights", values=value)
+    rows = paired_median_ratios(wide, keys, COMPARISONS, seed_label=lambda top, bottom: top)
+    return pd.DataFrame(rows).assign(value=value).assign(
+        comparison=lambda frame: frame["top"] + "/" + frame["bottom"])[
+        [*keys, "value", "comparison", "ratio", "ci_low", "ci_high"]]
 
 
 def plot(ratios: pd.DataFrame, path) -> None:
@@ -144,14 +137,10 @@ def main() -> None:
     atomic_write_bytes(out_path(f"{name}.parquet"), runs.to_parquet(index=False))
     summary = {}
     for (value, design, comparison), group in ratios.groupby(["value", "design", "comparison"]):
-        geo = float(np.exp(np.log(group["ratio"]).mean()))
-        entry = {"geometric_mean_ratio": geo, "settings": int(len(group)),
-                 "ci_below_1": int((group["ci_high"] < 1).sum()),
-                 "ci_above_1": int((group["ci_low"] > 1).sum())}
-        summary[f"{design} {value} {comparison}"] = entry
-        print(f"{design:9s} {value:6s} {comparison:27s}: geometric-mean ratio {geo:.3f} over "
-              f"{len(group)} settings; CI below 1 in {entry['ci_below_1']}, above 1 in "
-              f"{entry['ci_above_1']}")
+        entry = summary[f"{design} {value} {comparison}"] = ratio_summary(group)
+        print(f"{design:9s} {value:6s} {comparison:27s}: geometric-mean ratio "
+              f"{entry['geometric_mean_ratio']:.3f} over {entry['settings']} settings; CI below "
+              f"1 in {entry['ci_below_1']}, above 1 in {entry['ci_above_1']}")
     write_json(f"{name}.json", {"command": f"python analyses/mixing_weights.py"
                                 f"{' --quick' if args.quick else ''}",
                                 "machine": machine(), "summary": summary,

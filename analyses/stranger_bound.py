@@ -33,11 +33,10 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from design_benchmark import ROUNDS, TARGET, TRAIN, bootstrap_median, trial_seed
+from design_benchmark import ROUNDS, TARGET, TRAIN, paired_median_ratios, ratio_summary, trial_seed
 
 import topokit
 from topokit._io import atomic_write_bytes
-from topokit._random import keyed_seed
 from topokit.design._stranger_bound import StrangerBound, required_noise
 from topokit.design.baselines import dlfdp, ndlf
 from topokit.design.features import DEFAULT_NOISE_MULTIPLIER
@@ -102,16 +101,10 @@ def paired(runs: pd.DataFrame) -> pd.DataFrame:
     """Per setting: median over trials of optimize's time over each other design's."""
     keys = ["network", "skewness", "bound"]
     wide = runs.pivot_table(index=[*keys, "trial"], columns="topology", values="time")
-    rows = []
-    for key, group in wide.groupby(level=keys, sort=False):
-        for other in ("everyone-dp", "dlfdp", "autotag", "ndlf"):
-            ratio = (group["optimize"] / group[other]).to_numpy(float)
-            rng = np.random.default_rng(keyed_seed(20211, zlib.crc32(repr((key, other))
-                                                                     .encode())))
-            low, high = bootstrap_median(ratio, rng)
-            rows.append({**dict(zip(keys, key, strict=True)), "other": other,
-                         "ratio": float(np.median(ratio)), "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows)
+    comparisons = [("optimize", other) for other in ("everyone-dp", "dlfdp", "autotag", "ndlf")]
+    rows = paired_median_ratios(wide, keys, comparisons, seed_label=lambda top, bottom: bottom)
+    return pd.DataFrame(rows).rename(columns={"bottom": "other"})[
+        [*keys, "other", "ratio", "ci_low", "ci_high"]]
 
 
 def plot(ratios: pd.DataFrame, path) -> None:
@@ -149,13 +142,10 @@ def main() -> None:
     atomic_write_bytes(out_path(f"{name}.parquet"), runs.to_parquet(index=False))
     summary = {}
     for other, group in ratios.groupby("other"):
-        geo = float(np.exp(np.log(group["ratio"]).mean()))
-        summary[other] = {"geometric_mean_ratio": geo, "settings": int(len(group)),
-                          "ci_below_1": int((group["ci_high"] < 1).sum()),
-                          "ci_above_1": int((group["ci_low"] > 1).sum())}
-        print(f"optimize / {other:11s}: geometric-mean time ratio {geo:.3f} over {len(group)} "
-              f"settings; CI below 1 in {summary[other]['ci_below_1']}, above 1 in "
-              f"{summary[other]['ci_above_1']}")
+        entry = summary[other] = ratio_summary(group)
+        print(f"optimize / {other:11s}: geometric-mean time ratio "
+              f"{entry['geometric_mean_ratio']:.3f} over {entry['settings']} settings; CI below "
+              f"1 in {entry['ci_below_1']}, above 1 in {entry['ci_above_1']}")
     noise = runs.groupby(["bound", "topology"])["noise_multiplier"].median()
     exposed = runs.groupby("topology")["exposed_stranger_pairs"].max()
     print("median z* by bound and design:\n" + noise.to_string())
