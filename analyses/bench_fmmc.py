@@ -41,8 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from topokit._io import atomic_path  # noqa: E402
 from topokit.kernels import fastest_mixing_weights, lazy_metropolis, metropolis  # noqa: E402
+from topokit.plotting._style import save_figure  # noqa: E402
 
 from _common import machine, out_path, run_quick, write_json  # noqa: E402
 
@@ -120,9 +120,7 @@ def plot(report: dict, path: Path) -> None:
     fig.suptitle(f"fastest-mixing weights ({report['machine']['cpu_count']} cores, "
                  f"load average {load:.1f})", fontsize=10)
     fig.tight_layout()
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def main(quick: bool) -> None:

@@ -51,13 +51,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from topokit import lazy_metropolis, max_hitting_time, spectral_gap  # noqa: E402
-from topokit._io import atomic_path  # noqa: E402
 from topokit.design.batch import random_connected_adjacency  # noqa: E402
 from topokit.kernels import (  # noqa: E402
     hitting_time_and_gap,
     hitting_time_bounds,
     sparse_spectral_gap,
 )
+from topokit.plotting._style import save_figure  # noqa: E402
 from topokit.testing import naive_kernels as naive  # noqa: E402
 
 from _common import machine, out_path, write_json  # noqa: E402
@@ -280,9 +280,7 @@ def plot(report: dict, path: Path) -> None:
     fig.suptitle(f"topokit kernels vs batched numpy and a per-graph reference "
                  f"({report['machine']['cpu_count']} cores, load average {load:.1f})", fontsize=10)
     fig.tight_layout()
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def main() -> None:
