@@ -183,14 +183,15 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
     """
     from ..design.metrics import evaluate
 
-    columns = {name: {**evaluate(net, topology, predictor).to_dict(),
-                      **audit.columns(net, topology)}
-               for name, topology in topologies.items()}
     bound = None if chosen is None else chosen.stats.get("stranger_bound")
-    if bound is not None:
-        columns["optimize"] = {**chosen.metrics.to_dict(),
-                               **audit.columns(net, chosen.topology, bound["noise_multiplier"])}
-    return columns
+
+    def column(name: str, topology) -> dict[str, Any]:
+        if bound is not None and name == "optimize":
+            return {**chosen.metrics.to_dict(),
+                    **audit.columns(net, chosen.topology, bound["noise_multiplier"])}
+        return {**evaluate(net, topology, predictor).to_dict(), **audit.columns(net, topology)}
+
+    return {name: column(name, topology) for name, topology in topologies.items()}
 
 
 METHODS = ("optimize", "autotag")
