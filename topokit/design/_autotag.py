@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from .._io import jsonable
 from .._jobs import worker_count
 from ..errors import InvalidInputError
+from ..kernels._validation import available_memory as _available_memory  # tests patch it
 from . import _autotag_kernels as _incremental
 from .metrics import Metrics, evaluate
 from .network import Network, Topology
@@ -248,17 +249,6 @@ def _linear_coefficients(predictor: GlobalIteratePredictor | None) -> _Coefficie
     data = predictor.to_dict()  # raises NotFittedError for an unfitted U-predictor
     # A U-predictor is evaluated at U = 0, as evaluate() does without noise_variance.
     return _Coefficients(float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"]))
-
-
-def _available_memory() -> int:
-    """Bytes of memory available to this process now (psutil if installed, else sysconf)."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is installed with topokit's extras
-        import os
-
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    return int(psutil.virtual_memory().available)
 
 
 def _memory_needed(n_devices: int, n_pairs: int, *, workers: int = 1, trace: bool = False,
