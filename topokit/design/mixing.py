@@ -63,8 +63,10 @@ def _node_order(topology: Topology, nodes_or_net: Network | Iterable[Hashable]) 
     return nodes
 
 
-def _checked_nodes(topology: Any, nodes_or_net: Network | Iterable[Hashable]) -> list:
-    """The device order of a topology to weight, which must be a connected Topology."""
+def _checked_links(topology: Any, nodes_or_net: Network | Iterable[Hashable]
+                   ) -> tuple[list, NDArray[np.intp], NDArray[np.intp]]:
+    """The device order of a topology to weight, which must be a connected Topology, and
+    the row and column of each of its links in that order."""
     if not isinstance(topology, Topology):
         raise InvalidInputError(
             f"topology must be a topokit Topology; got {type(topology).__name__}"
@@ -77,7 +79,7 @@ def _checked_nodes(topology: Any, nodes_or_net: Network | Iterable[Hashable]) ->
         raise DisconnectedGraphError(
             "the topology is not connected: no mixing weights make its parts agree; link them"
         )
-    return nodes
+    return nodes, rows, cols
 
 
 def _connected(n: int, rows: NDArray, cols: NDArray) -> bool:
@@ -183,11 +185,8 @@ def fastest_mixing_topology(
     >>> round(1 - spectral_gap(path.mixing_matrix(["a", "b", "c", "d"])), 4)  # Lazy-Metropolis
     0.8536
     """
-    nodes = _checked_nodes(topology, nodes_or_net)
+    nodes, rows, cols = _checked_links(topology, nodes_or_net)
     min_weight = check_real(min_weight, "min_weight", low=0)
-    index = {node: k for k, node in enumerate(nodes)}
-    rows = np.array([index[u] for u, _ in topology.edges], dtype=np.intp)
-    cols = np.array([index[v] for _, v in topology.edges], dtype=np.intp)
     adjacency = np.zeros((len(nodes), len(nodes)))
     adjacency[rows, cols] = adjacency[cols, rows] = 1.0
     result = fastest_mixing_weights(adjacency, method=method, tol=tol, max_iter=max_iter,
@@ -245,7 +244,6 @@ def metropolis_hastings_topology(topology: Topology,
     """
     from ..kernels import metropolis
 
-    nodes = _checked_nodes(topology, nodes_or_net)
-    index = {node: k for k, node in enumerate(nodes)}
+    nodes, rows, cols = _checked_links(topology, nodes_or_net)
     matrix = metropolis(topology.graph(nodes))
-    return topology.with_weights([float(matrix[index[u], index[v]]) for u, v in topology.edges])
+    return topology.with_weights(matrix[rows, cols].tolist())
