@@ -93,7 +93,8 @@ def _dense_work(problem, k: int, owners: int) -> float:
     """The dense multiply-adds observer k's cheaper method cannot avoid, at face value.
 
     The filter, per round: the motion's gain product (u x d x owners) and the covariance
-    downdate (u x u x d), u = n - d the devices k does not hear.  The batch method: the
+    downdate (a symmetric rank-d update, u x u x d / 2), u = n - d the devices k does not
+    hear.  The batch method: the
     Schur steps on the (T d) x (noisy) generator, about (T d)^2 noisy, and the triangular
     solve, (T d)^2 owners / 2.  Sparse products, factorisations and copies not counted.
     """
@@ -101,7 +102,7 @@ def _dense_work(problem, k: int, owners: int) -> float:
     n, rounds = problem.variance.size, problem.rounds
     noisy = int(np.count_nonzero(problem.variance))
     hidden = n - d
-    filter_work = (rounds - 1) * hidden * d * (owners + hidden)
+    filter_work = (rounds - 1) * hidden * d * (owners + hidden / 2)
     batch_work = (rounds * d) ** 2 * (noisy + owners / 2)
     return float(min(filter_work, batch_work))
 
