@@ -61,3 +61,133 @@ def run_quick(main: Callable[[bool], Any]) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer instances, a shorter run")
     OUT.mkdir(parents=True, exist_ok=True)
     main(parser.parse_args().quick)
+
+
+# ---------------------------------------------------------------------------------------------
+# Saved runs keyed by their inputs: the resume of the corpus and of the design benchmark
+# ---------------------------------------------------------------------------------------------
+
+#: The column of a saved run holding the digest of everything the run depends on.
+RUN_KEY = "run_key"
+
+
+def digest(*parts: Any) -> str:
+    """SHA-256 hex digest of ``parts``: bytes as they are, anything else as sorted JSON."""
+    import hashlib
+
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part if isinstance(part, bytes) else
+                      json.dumps(part, sort_keys=True, default=str).encode())
+    return hasher.hexdigest()
+
+
+def network_digest(net) -> str:
+    """What of a network decides its training runs: devices, social links, compute, delays."""
+    import numpy as np
+
+    edges = sorted((repr(u), repr(v)) for u, v in net.social.edges)
+    return digest([repr(node) for node in net.nodes], edges,
+                  np.ascontiguousarray(net.compute_time).tobytes(),
+                  np.ascontiguousarray(net.delay).tobytes())
+
+
+def read_runs(path: Path):
+    """The runs saved at ``path`` (an empty table if there is no file).
+
+    Runs of a file written before run keys get ``run_key`` None: nothing vouches for
+    their inputs until :func:`adopt_legacy` checks them.
+    """
+    import pandas as pd
+
+    frame = (pd.read_parquet(path) if path.exists()
+             else pd.DataFrame({"topology": [], "trial": [], RUN_KEY: []}))
+    if RUN_KEY not in frame.columns:
+        frame[RUN_KEY] = None
+    return frame.astype({RUN_KEY: object})
+
+
+def reusable_runs(saved, keys: dict[str, str], trials: int):
+    """(saved runs to reuse, names to train) for the topologies ``keys`` (name -> run key).
+
+    A topology's runs are reused only if every trial 0 .. ``trials`` - 1 was saved
+    under its key, i.e. from identical inputs (under its name or another's: two
+    names of one topology share their runs); otherwise all its trials are trained
+    again (validate trains every trial of a topology it is given).
+    """
+    import pandas as pd
+
+    current = saved[saved[RUN_KEY].isin(set(keys.values())) & (saved["trial"] < trials)]
+    sources = {}  # run key -> the runs of one saved name with every trial under it
+    for (_, key), rows in current.groupby(["topology", RUN_KEY], sort=False):
+        if set(rows["trial"]) == set(range(trials)):
+            sources.setdefault(key, rows)
+    reused = [sources[key].assign(topology=name) for name, key in keys.items() if key in sources]
+    missing = [name for name, key in keys.items() if key not in sources]
+    return (pd.concat(reused, ignore_index=True) if reused else saved.iloc[:0]), missing
+
+
+def adopt_legacy(saved, expected, keys: dict[str, str], targets, columns, optional=()):
+    """``saved`` with its unkeyed runs given the key of the topology they are shown to be.
+
+    ``expected`` has one row per (topology, trial) to train now: its ``seed`` and
+    ``columns`` (structural metrics such as ``n_links``, ``hitting_time``) as the
+    current topology gives them, and the ``optional`` ones, compared only where
+    the saved runs recorded them (not NaN).  A topology's unkeyed runs are adopted
+    only if, for every trial, there is exactly one row per target in ``targets``,
+    with that seed and those metrics (relative 1e-9): the same graph, DP set and
+    trial seeds.
+    """
+    saved = saved.copy()
+    legacy = saved[RUN_KEY].isna()
+    for name, want in expected.groupby("topology"):
+        if name not in keys:
+            continue
+        mine = legacy & (saved["topology"] == name) & saved["trial"].isin(want["trial"])
+        rows = saved[mine]
+        recorded = [c for c in optional if c in rows.columns and rows[c].notna().all()]
+        if len(rows) != len(want) * len(targets) or not all(
+                _legacy_trial_matches(rows[rows["trial"] == trial], trial_want, targets,
+                                      (*columns, *recorded))
+                for trial, trial_want in want.groupby("trial")):
+            continue
+        saved.loc[mine, RUN_KEY] = keys[name]
+    return saved
+
+
+def _legacy_trial_matches(rows, want, targets, columns) -> bool:
+    import numpy as np
+
+    if sorted(np.round(rows["target"], 6)) != sorted(np.round(targets, 6)):
+        return False
+    if not (rows["seed"] == want["seed"].iloc[0]).all():
+        return False
+    return all(c in rows.columns and np.allclose(rows[c].to_numpy(float), float(want[c].iloc[0]),
+                                                 rtol=1e-9, atol=0.0, equal_nan=True)
+               for c in columns)
+
+
+def merge_runs(saved, trained, keys: dict[str, str]):
+    """What a runs file keeps: saved runs but the stale ones, and the runs trained now.
+
+    Stale: runs of a topology in ``keys`` under another key (its inputs changed) or
+    that it was trained again.  Runs of topologies not asked for now (another
+    weighting, another method) are kept for a later call.  ``trained`` gets the
+    key of its topology.
+    """
+    import pandas as pd
+
+    trained = trained.assign(**{RUN_KEY: trained["topology"].map(keys).astype(object)})
+    redone = saved["topology"].isin(trained["topology"].unique())
+    stale = saved["topology"].map(keys).ne(saved[RUN_KEY]) & saved["topology"].isin(keys)
+    kept = saved[~redone & ~stale]
+    parts = [frame for frame in (kept, trained) if len(frame)]
+    merged = pd.concat(parts, ignore_index=True) if parts else trained
+    return merged.astype({RUN_KEY: object})
+
+
+def write_runs(path: Path, frame) -> Path:
+    """Write a runs table atomically (an interrupted write leaves the old file)."""
+    from topokit._io import atomic_write_bytes
+
+    return atomic_write_bytes(path, frame.to_parquet(index=False))

@@ -9,17 +9,25 @@ bundled networks of at most 64 devices (``siot16`` and ``siot32`` from the real
 Santander file, and ``toy``); ``siot100`` (100 devices) is skipped, exact
 AutoTag being too slow there for a benchmark.
 
-The methods, designed once per network (per (network, skewness) for
-``optimize``, which designs for the data):
+The methods (``--methods``, default all of them), designed once per network
+(per (network, skewness) for the ``optimize`` arms, which design for the data):
 
 - ``optimize``: :func:`topokit.optimize` with the default predictor, given
   the class counts of trial 0's partition at that skewness (validate cannot
   take one topology per trial; trials 1-4 train on other partitions of the
   same skewness, which the design did not see);
+- ``optimize-metropolis``, ``optimize-fastest``: the same with
+  ``mixing="metropolis"`` / ``"fastest"``: the design carries
+  Metropolis-Hastings or fastest-mixing weights when its predictor says they
+  are no slower, else it is ``optimize``'s (the JSON's ``optimize`` list says
+  which weights each design kept);
 - ``autotag``: :func:`topokit.autotag` with eq. (15), the paper's design;
 - ``ndlf``, ``dlfdp``, ``erg`` (AutoTag's link count, seeded),
   ``exponential`` (:func:`topokit.design.baselines.exponential_graph`, Ying
   et al. 2021, seeded ring order, DP ends on its non-social links);
+- ``ndlf-fastest``: the social graph with Boyd, Diaconis and Xiao's
+  fastest-mixing weights (:func:`topokit.fastest_mixing_topology`, which may
+  drop links), a strong simple design a user could deploy without a predictor;
 - ``random-best``: the best of 10 random valid topologies
   (:func:`~topokit.design.baselines.random_topology`, seeded), "best" being
   the one with the lowest *measured* time in each trial: an oracle no user
@@ -37,29 +45,59 @@ paired ratio time(method) / time(NDLF) with a bootstrap 95 % interval over
 trials (seeded); a run that never reaches the target within T is counted
 as T + 1 rounds (censored: its ratio is a lower bound when the method never
 reaches it, an upper bound when NDLF never does) and is also counted apart.
-Then win rates of ``optimize`` against every method, geometric-mean speed-ups
-over NDLF by skewness, how often each method's design never reaches the
-target, and the Spearman correlation of the default predictor's predicted
-time with the measured one over every run of a setting (never reached ranked
-slowest), beside eq. (15)'s.  The default predictor was fitted on the
-corpus's networks only, none of which is benchmarked here, so its plain
-predictions are leave-network-out already (it was fitted on logistic
-regression runs; its MLP predictions are the same numbers).
+Then win rates of each ``optimize`` arm against every method, geometric-mean
+speed-ups over NDLF by skewness, how often each method's design never reaches
+the target, what the weights gain on the same links (``optimize-fastest`` /
+``optimize``, ``optimize-metropolis`` / ``optimize``, ``ndlf-fastest`` /
+``ndlf``, paired), the issue's goals for each ``optimize`` arm, and the
+Spearman correlation of the default predictor's predicted time with the
+measured one over every run of a setting (never reached ranked slowest),
+beside eq. (15)'s.  The default predictor was fitted on the corpus's networks
+only, none of which is benchmarked here, so its plain predictions are
+leave-network-out already (it was fitted on logistic regression runs; its MLP
+predictions are the same numbers).
 
 Run: python analyses/design_benchmark.py [--quick] [--n-jobs 2]
+[--models logreg,mlp] [--methods optimize,...]
+Time on this 2-core machine, logistic regression (``--models logreg``): the
+7 old methods took 24 min (README); with the 3 new arms (19 topologies per
+setting, three ``optimize`` searches per network and skewness) about 35 min
+on network seeds no run has used, and about 15 min on seeds 100-103 or
+200-203, whose saved parts of the old methods are adopted (checked on
+siot16-s200-oor at K = 0.4: all 16 old topologies adopted, the 3 new arms to
+train), a refitted predictor retraining only the ``optimize`` arms.  The MLP
+half: measured 0.6 s a run at 16 devices and 2.3 s at 32 (logistic
+regression 0.1-0.35 s), so about 1.5-2.5 h for its ~6,300 runs.
+``--quick`` (toy and two 16-device networks, 2 trials, logreg): about 1 min
+with the old methods' runs read back from its parts, 15 s with every run
+saved.
 Writes analyses/out/design_benchmark.{parquet,json,png} (with --quick:
 design_benchmark_quick.*).  Each setting's runs are kept in
-analyses/out/design_benchmark_parts/, under a name holding a fingerprint of
-the network, its topologies, the predictor and the training settings: an
-interrupted run resumes there, and a setting whose inputs changed is
-trained again.
+analyses/out/design_benchmark_parts/NETWORK_KK_MODEL.runs.parquet, each run
+with a key (column ``run_key``) digesting everything it depends on: the
+network, the topology with its DP devices and weights, its weighting, the
+skewness, the model, the trial seeds, the targets, the training settings, the
+data, topokit's version and what its training code does
+(:func:`predictor_corpus.training_digest`) (not the method: two methods that
+give the same topology, such as ``optimize-fastest`` keeping no weights, train
+once and share the runs).  A later call reuses a topology's runs only under
+the key its inputs give now and trains the rest: an interrupted run resumes, a
+design that changed (say ``optimize``'s after the predictor is refitted) is
+trained again while the others are reused, and runs of methods not selected
+now stay saved.  The predictions are not part of a run: they are recomputed
+from the current default predictor (for each trial's class counts) every time.
+Parts written before run keys (NETWORK_KK_MODEL_<16 hex>.parquet) are read
+too: while the training code gives the results it gave them
+(``predictor_corpus.LEGACY_TRAINING``), a topology's runs there are adopted
+when every trial's seed, targets and its links, DP devices, phi, H, spectral
+gap, L and (where recorded) exposure counts match the topology built now.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import re
 import sys
 import time
 import warnings
@@ -71,8 +109,24 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# The corpus script's partition replay and random topologies, imported rather than copied.
-from predictor_corpus import _random_valid, check_counts, class_counts, score_cell  # noqa: E402
+# The corpus script's partition replay, random topologies, weightings and run keys,
+# imported rather than copied.
+from predictor_corpus import (  # noqa: E402
+    LEGACY_COLUMNS,
+    LEGACY_OPTIONAL,
+    LEGACY_TRAINING,
+    Entry,
+    _random_valid,
+    check_counts,
+    class_counts,
+    data_digest,
+    run_key,
+    score_cell,
+    train_runs,
+    training_digest,
+    trial_seed,
+    weighted,
+)
 
 import topokit  # noqa: E402
 from topokit._random import keyed_seed  # noqa: E402
@@ -80,10 +134,23 @@ from topokit.design._autotag import autotag  # noqa: E402
 from topokit.design.baselines import dlfdp, erg, exponential_graph, ndlf  # noqa: E402
 from topokit.design.siot import siot  # noqa: E402
 from topokit.design.time_predictor import load_predictor  # noqa: E402
-from topokit.design.validation import _TRIAL, timings_path, validate  # noqa: E402
+from topokit.design.validation import _partition_counts, curves_path, timings_path  # noqa: E402
+from topokit.errors import InvalidInputError  # noqa: E402
 from topokit.training import load_digits  # noqa: E402
 
-from _common import machine, out_path, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    RUN_KEY,
+    adopt_legacy,
+    digest,
+    machine,
+    merge_runs,
+    network_digest,
+    out_path,
+    read_runs,
+    reusable_runs,
+    write_json,
+    write_runs,
+)
 
 try:
     from topokit.design._optimize import optimize
@@ -103,12 +170,42 @@ TARGET = 0.88
 ROUNDS = 200
 TRAIN = {"rounds": ROUNDS, "lr": 0.2, "lr_decay": 0.99}
 METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random-best")
+#: optimize arm -> the mixing it is asked for (optimize(mixing=...)).
+OPTIMIZE_ARMS = {"optimize": "lazy-metropolis", "optimize-metropolis": "metropolis",
+                 "optimize-fastest": "fastest"}
+WEIGHTED_METHODS = ("optimize-metropolis", "optimize-fastest", "ndlf-fastest")
+#: Every method, in the order of the tables; ``--methods`` picks among them.
+ALL_METHODS = (*METHODS, *WEIGHTED_METHODS)
+#: Paired comparisons of the same links with other weights: (weighted, plain).
+MIXING_COMPARISONS = (("optimize-fastest", "optimize"), ("optimize-metropolis", "optimize"),
+                      ("ndlf-fastest", "ndlf"))
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 20211
 #: Goals of issue 17.
 GOAL_SPEARMAN, GOAL_SLOWER, GOAL_SPEEDUP = 0.9, 1.02, 1.5
 
-_ERG_KEY, _EXPONENTIAL_KEY, _OPTIMIZE_KEY = 1, 2, 3
+_ERG_KEY, _EXPONENTIAL_KEY, _OPTIMIZE_KEY, _FASTEST_KEY = 1, 2, 3, 4
+#: Parts of the benchmark before run keys: one file per setting and set of topologies.
+_LEGACY_PART = re.compile(r"_[0-9a-f]{16}\.parquet$")
+
+
+def parse_methods(text: str) -> tuple[str, ...]:
+    """The methods of a comma-separated ``--methods`` value, in :data:`ALL_METHODS` order.
+
+    NDLF must be among them: every ratio is to its time.
+
+    >>> parse_methods("ndlf-fastest, ndlf,optimize")
+    ('optimize', 'ndlf', 'ndlf-fastest')
+    """
+    names = [name.strip() for name in str(text).split(",") if name.strip()]
+    unknown = [name for name in names if name not in ALL_METHODS]
+    if unknown or not names:
+        got = f"unknown method {unknown[0]!r}" if unknown else "no method given"
+        raise InvalidInputError(f"--methods: {got}; give a comma-separated subset of "
+                                f"{','.join(ALL_METHODS)}")
+    if "ndlf" not in names:
+        raise InvalidInputError("--methods must include ndlf: every ratio is to NDLF's time")
+    return tuple(name for name in ALL_METHODS if name in names)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,40 +268,64 @@ def network_seed(name: str) -> int:
     return zlib.crc32(name.encode()) % 2**31
 
 
-def trial_seed(seed: int, trial: int) -> int:
-    """The training seed validate gives trial ``trial`` of a job seeded ``seed``."""
-    return keyed_seed(seed, _TRIAL, trial)
-
-
-def shared_topologies(net: topokit.Network, seed: int, n_random: int) -> dict:
-    """name -> (method, Topology) of every method but optimize (the same at every skewness)."""
-    design = autotag(net)  # eq. (15): the paper's AutoTag
-    topologies = {"autotag": ("autotag", design.topology), "ndlf": ("ndlf", ndlf(net)),
-                  "dlfdp": ("dlfdp", dlfdp(net)),
-                  "erg": ("erg", erg(net, seed=keyed_seed(seed, _ERG_KEY), reference=design)),
-                  "exponential": ("exponential",
-                                  exponential_graph(net, seed=keyed_seed(seed, _EXPONENTIAL_KEY)))}
-    for k in range(n_random):
-        topologies[f"random-{k}"] = ("random", _random_valid(net, seed, k, None))
+def shared_topologies(net: topokit.Network, seed: int, n_random: int,
+                      methods: tuple[str, ...] = ALL_METHODS) -> dict:
+    """name -> Entry of the selected methods but the optimize arms (the same at every K)."""
+    lazy = "lazy-metropolis"
+    topologies = {}
+    if "ndlf" in methods:
+        topologies["ndlf"] = Entry("ndlf", lazy, ndlf(net))
+    if "autotag" in methods or "erg" in methods:
+        design = autotag(net)  # eq. (15): the paper's AutoTag
+        if "autotag" in methods:
+            topologies["autotag"] = Entry("autotag", lazy, design.topology)
+        if "erg" in methods:
+            topologies["erg"] = Entry("erg", lazy, erg(net, seed=keyed_seed(seed, _ERG_KEY),
+                                                       reference=design))
+    if "dlfdp" in methods:
+        topologies["dlfdp"] = Entry("dlfdp", lazy, dlfdp(net))
+    if "exponential" in methods:
+        topologies["exponential"] = Entry("exponential", lazy, exponential_graph(
+            net, seed=keyed_seed(seed, _EXPONENTIAL_KEY)))
+    if "ndlf-fastest" in methods:
+        topologies["ndlf-fastest"] = Entry("ndlf-fastest", "fastest", weighted(
+            ndlf(net), net, "fastest", keyed_seed(seed, _FASTEST_KEY)))
+    if "random-best" in methods:
+        for k in range(n_random):
+            topologies[f"random-{k}"] = Entry("random", lazy, _random_valid(net, seed, k, None))
     return topologies
 
 
-def build_designs(spec: Spec, skews, n_random: int) -> dict:
-    """skewness -> {"topologies": name -> (method, Topology), "optimize": its stats}."""
+def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
+                  methods: tuple[str, ...]) -> tuple[dict, dict]:
+    """(name -> Entry, name -> stats) of the selected optimize arms for these class counts."""
+    entries, stats = {}, {}
+    for arm, mixing in OPTIMIZE_ARMS.items():
+        if arm not in methods:
+            continue
+        design = optimize(net, class_counts=counts, seed=keyed_seed(seed, _OPTIMIZE_KEY),
+                          mixing=mixing)
+        kept = (design.stats.get("mixing") or {}).get("weights", "lazy-metropolis")
+        entries[arm] = Entry(arm, kept, design.topology)
+        stats[arm] = {**{k: v for k, v in design.stats.items() if k != "seconds"},
+                      "seconds": design.stats.get("seconds"), "weights": kept,
+                      "predicted_time": design.metrics.pseudo_time,
+                      "n_links": design.topology.n_links,
+                      "n_dp_devices": len(design.topology.dp_devices)}
+    return entries, stats
+
+
+def build_designs(spec: Spec, skews, n_random: int,
+                  methods: tuple[str, ...] = ALL_METHODS) -> dict:
+    """skewness -> {"topologies": name -> Entry, "optimize": arm -> its stats}."""
     X, y = load_digits()
     net, seed = spec.build(), network_seed(spec.name)
-    shared = shared_topologies(net, seed, n_random)
+    shared = shared_topologies(net, seed, n_random, methods)
     designs = {}
     for skewness in skews:
         counts = class_counts(net, skewness, trial_seed(seed, 0), X, y)
-        design = optimize(net, class_counts=counts, seed=keyed_seed(seed, _OPTIMIZE_KEY))
-        stats = {k: v for k, v in design.stats.items() if k != "seconds"}
-        designs[skewness] = {
-            "topologies": {"optimize": ("optimize", design.topology), **shared},
-            "optimize": {**stats, "seconds": design.stats.get("seconds"),
-                         "predicted_time": design.metrics.pseudo_time,
-                         "n_links": design.topology.n_links,
-                         "n_dp_devices": len(design.topology.dp_devices)}}
+        arms, stats = optimize_arms(net, counts, seed, methods)
+        designs[skewness] = {"topologies": {**arms, **shared}, "optimize": stats}
     return designs
 
 
@@ -219,85 +340,152 @@ class Setting(NamedTuple):
     spec: Spec
     skewness: float
     model: str
-    topologies: dict  # name -> (method, Topology)
+    topologies: dict  # name -> Entry
+
+    @property
+    def stem(self) -> str:
+        return f"{self.spec.name}_K{self.skewness:g}_{self.model}"
 
 
-def _digest(*parts: Any) -> str:
-    hasher = hashlib.sha256()
-    for part in parts:
-        hasher.update(part if isinstance(part, bytes) else
-                      json.dumps(part, sort_keys=True, default=str).encode())
-    return hasher.hexdigest()
+def setting_keys(setting: Setting, net: topokit.Network, data: str) -> dict[str, str]:
+    """name -> run key of every topology of the setting (:func:`predictor_corpus.run_key`)."""
+    settings = {"skewness": setting.skewness, "model": setting.model, "targets": TARGETS,
+                "train": TRAIN, "seed": network_seed(setting.spec.name), "data": data,
+                "topokit": topokit.__version__, "training": training_digest()}
+    network = network_digest(net)
+    return {name: run_key(network, entry, settings)
+            for name, entry in setting.topologies.items()}
 
 
-def network_digest(net: topokit.Network) -> str:
-    edges = sorted((repr(u), repr(v)) for u, v in net.social.edges)
-    return _digest([repr(node) for node in net.nodes], edges,
-                   np.ascontiguousarray(net.compute_time).tobytes(),
-                   np.ascontiguousarray(net.delay).tobytes())
+def _legacy_expected(setting: Setting, net: topokit.Network, trials: int) -> pd.DataFrame:
+    """Seeds and structural metrics every trial of each topology must show to be adopted."""
+    seed = network_seed(setting.spec.name)
+    rows = []
+    for name, entry in setting.topologies.items():
+        metrics = topokit.evaluate(net, entry.topology)
+        values = {column: float(getattr(metrics, column))
+                  for column in (*LEGACY_COLUMNS, *LEGACY_OPTIONAL)}
+        rows += [{"topology": name, "trial": t, "seed": trial_seed(seed, t), **values}
+                 for t in range(trials)]
+    return pd.DataFrame(rows)
 
 
-def fingerprint(setting: Setting, net: topokit.Network, trials: int, data_digest: str,
-                predictor_digest: str) -> str:
-    """What a setting's runs depend on: network, topologies, predictor, data and settings."""
-    topologies = {name: [method, topology.to_dict()]
-                  for name, (method, topology) in setting.topologies.items()}
-    settings = {"skewness": setting.skewness, "model": setting.model, "trials": trials,
-                "targets": TARGETS, "train": TRAIN, "seed": network_seed(setting.spec.name),
-                "topokit": topokit.__version__}
-    return _digest(network_digest(net), topologies, settings, data_digest, predictor_digest)
+def saved_runs(setting: Setting, net: topokit.Network, parts: Path, keys: dict[str, str],
+               trials: int) -> pd.DataFrame:
+    """The setting's saved runs, with those of parts written before run keys adopted.
+
+    Legacy parts (one per set of topologies the setting ever had) are read newest
+    first; a topology's runs are taken from the first that vouches for them.
+    """
+    saved = read_runs(parts / f"{setting.stem}.runs.parquet")
+    legacy = sorted((path for path in parts.glob(f"{setting.stem}_*.parquet")
+                     if _LEGACY_PART.search(path.name)
+                     and path.name[:-len("_0123456789abcdef.parquet")] == setting.stem),
+                    key=lambda path: path.stat().st_mtime, reverse=True)
+    if (not legacy or not reusable_runs(saved, keys, trials)[1]
+            or training_digest() != LEGACY_TRAINING):
+        return saved
+    expected = _legacy_expected(setting, net, trials)
+    for path in legacy:
+        open_names = reusable_runs(saved, keys, trials)[1]
+        if not open_names:
+            break
+        adopted = adopt_legacy(read_runs(path), expected[expected["topology"].isin(open_names)],
+                               keys, TARGETS, LEGACY_COLUMNS, LEGACY_OPTIONAL)
+        adopted = adopted[adopted[RUN_KEY].notna()]
+        if len(adopted):
+            saved = pd.concat([saved[~saved["topology"].isin(adopted["topology"])], adopted],
+                              ignore_index=True)
+    return saved
 
 
-def part_path(parts: Path, setting: Setting, key: str) -> Path:
-    return parts / f"{setting.spec.name}_K{setting.skewness:g}_{setting.model}_{key[:16]}.parquet"
+def _train_missing(setting: Setting, net: topokit.Network, missing: list[str],
+                   keys: dict[str, str], saved: pd.DataFrame, trials: int, parts: Path
+                   ) -> pd.DataFrame:
+    """Train the topologies ``missing``, save them beside the setting's runs; their runs."""
+    X, y = load_digits()
+    # validate's own resumable pieces (an interrupted setting resumes), named for this job
+    job = digest(sorted(keys[name] for name in missing))[:16]
+    scratch = parts / f"{setting.stem}.training-{job}.parquet"
+    trained = train_runs(net, {name: setting.topologies[name].topology for name in missing},
+                         trials, network_seed(setting.spec.name), setting.skewness, keys,
+                         X=X, y=y, targets=TARGETS, predictor="default", output=scratch,
+                         model=setting.model, **TRAIN)
+    write_runs(parts / f"{setting.stem}.runs.parquet", merge_runs(saved, trained, keys))
+    for path in (scratch, curves_path(scratch), timings_path(scratch)):
+        path.unlink(missing_ok=True)
+    return trained.assign(**{RUN_KEY: trained["topology"].map(keys)})
+
+
+def run_setting(setting: Setting, trials: int, parts: Path, data: str) -> dict:
+    """Train the topologies of the setting whose runs are not saved; every run, annotated."""
+    net = setting.spec.build()
+    keys = setting_keys(setting, net, data)
+    saved = saved_runs(setting, net, parts, keys, trials)
+    reused, missing = reusable_runs(saved, keys, trials)
+    trained = (_train_missing(setting, net, missing, keys, saved, trials, parts) if missing
+               else reused.iloc[:0])
+    frame = pd.concat([f for f in (reused, trained) if len(f)], ignore_index=True)
+    first = frame.loc[frame["trial"] == 0, "seed"]
+    if not (first == trial_seed(network_seed(setting.spec.name), 0)).all():
+        raise RuntimeError("trial 0's seed differs from the one optimize designed for")
+    runs = trained.drop_duplicates([RUN_KEY, "trial"])  # a copy of a run is no run
+    fresh = np.arange(len(frame)) >= len(reused)  # the runs trained now come last
+    return {"runs": _annotated(frame, setting, net, load_digits()[1], fresh),
+            "n_runs": int(len(runs)),
+            "wall_clock": float(runs["wall_clock"].sum()) if len(runs) else None}
 
 
 def _eq15(net: topokit.Network, topologies: dict) -> dict[str, tuple[float, float]]:
     """name -> (G', pseudo time) of eq. (15), which does not depend on the data."""
-    metrics = {name: topokit.evaluate(net, topology) for name, (_, topology) in topologies.items()}
+    metrics = {name: topokit.evaluate(net, entry.topology) for name, entry in topologies.items()}
     return {name: (m.predicted_global_iterate, m.pseudo_time) for name, m in metrics.items()}
 
 
-def run_setting(setting: Setting, trials: int, parts: Path, digests: tuple[str, str]) -> dict:
-    """Train every topology of the setting ``trials`` times (or read the runs back)."""
-    X, y = load_digits()
-    net = setting.spec.build()
-    seed = network_seed(setting.spec.name)
-    path = part_path(parts, setting, fingerprint(setting, net, trials, *digests))
-    if path.exists():
-        frame = pd.read_parquet(path)
-    else:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="skewness .* needs more rows")
-            frame = validate(
-                net, {name: topology for name, (_, topology) in setting.topologies.items()},
-                X=X, y=y, targets=TARGETS, trials=trials, seed=seed, predictor="default",
-                n_jobs=1, output=path, partition=setting.skewness, model=setting.model,
-                **TRAIN).frame
-    first = frame.loc[frame["trial"] == 0, "seed"]
-    if not (first == trial_seed(seed, 0)).all():
-        raise RuntimeError("trial 0's seed differs from the one optimize designed for")
-    timings = pd.read_parquet(timings_path(path)) if timings_path(path).exists() else None
-    return {"runs": _annotated(frame, setting, net), "wall_clock": None if timings is None
-            else float(timings["wall_clock"].sum()), "n_runs": int(frame["trial"].size
-                                                                   // len(TARGETS))}
+def _predicted(frame: pd.DataFrame, setting: Setting, net: topokit.Network, y
+               ) -> pd.DataFrame:
+    """The default predictor's rounds and time for every run, for its trial's class counts
+    (as validate predicts them), whatever predictor the saved runs were trained beside."""
+    predictor = load_predictor("default")
+    trial_nets = {seed: net.with_class_counts(_partition_counts(net, y, int(seed),
+                                                                partition=setting.skewness))
+                  for seed in frame["seed"].unique()}
+    values = {}
+    for name, seed in set(zip(frame["topology"], frame["seed"], strict=True)):
+        metrics = topokit.evaluate(trial_nets[seed], setting.topologies[name].topology,
+                                   predictor)
+        values[name, seed] = (metrics.predicted_global_iterate, metrics.pseudo_time)
+    pairs = list(zip(frame["topology"], frame["seed"], strict=True))
+    return pd.DataFrame({"predicted_rounds": [values[p][0] for p in pairs],
+                         "predicted_time": [values[p][1] for p in pairs]}, index=frame.index)
 
 
-def _annotated(frame: pd.DataFrame, setting: Setting, net: topokit.Network) -> pd.DataFrame:
-    """validate's runs with the method, the setting, and eq. (15)'s prediction beside ours."""
+def _annotated(frame: pd.DataFrame, setting: Setting, net: topokit.Network, y,
+               fresh: np.ndarray) -> pd.DataFrame:
+    """The runs with the method, the weighting, the setting, the default predictor's
+    prediction (recomputed) and eq. (15)'s beside it.
+
+    ``fresh`` marks the runs trained now, whose validate predicted with the same
+    predictor: the recomputed predictions must equal its (a guard on the replay).
+    """
     eq15 = _eq15(net, setting.topologies)
-    methods = {name: method for name, (method, _) in setting.topologies.items()}
-    return frame.rename(columns={"pseudo_time": "predicted_time",
-                                 "predicted_global_iterate": "predicted_rounds"}).assign(
-        network=setting.spec.name, source=setting.spec.source, n_devices=net.n_devices,
-        skewness=setting.skewness, model=setting.model,
-        method=frame["topology"].map(methods),
+    predicted = _predicted(frame, setting, net, y)
+    if not np.allclose(predicted.loc[fresh, "predicted_time"], frame.loc[fresh, "pseudo_time"],
+                       rtol=1e-9, equal_nan=True):
+        raise RuntimeError("the recomputed predictions differ from validate's: fix _predicted")
+    entries = setting.topologies
+    return frame.drop(columns=["pseudo_time", "predicted_global_iterate"]).assign(
+        **predicted, network=setting.spec.name, source=setting.spec.source,
+        n_devices=net.n_devices, skewness=setting.skewness, model=setting.model,
+        method=frame["topology"].map(lambda name: entries[name].kind),
+        weighting=frame["topology"].map(lambda name: entries[name].weighting),
         pseudo_rounds=frame["topology"].map(lambda name: eq15[name][0]),
         pseudo_time=frame["topology"].map(lambda name: eq15[name][1]))
 
 
 def measure(quick: bool, n_jobs: int, models: tuple[str, ...] = MODELS,
-            variants=VARIANTS) -> tuple[pd.DataFrame, dict]:
+            variants=VARIANTS, methods: tuple[str, ...] = ALL_METHODS
+            ) -> tuple[pd.DataFrame, dict]:
     """Every setting's runs, in parallel over settings; (runs, what the designs and runs cost)."""
     from joblib import Parallel, delayed
 
@@ -308,23 +496,24 @@ def measure(quick: bool, n_jobs: int, models: tuple[str, ...] = MODELS,
     parts = out_path("design_benchmark_quick_parts" if quick else "design_benchmark_parts")
     parts.mkdir(exist_ok=True)
     started = time.perf_counter()
-    designs = Parallel(n_jobs=n_jobs)(delayed(build_designs)(s, skews, n_random) for s in specs)
+    designs = Parallel(n_jobs=n_jobs)(delayed(build_designs)(s, skews, n_random, methods)
+                                      for s in specs)
     design_seconds = time.perf_counter() - started
     settings = [Setting(spec, k, model, built[k]["topologies"])
                 for spec, built in zip(specs, designs, strict=True) for k in skews
                 for model in models]
     settings.sort(key=lambda s: (s.model != "mlp", -s.spec.n_devices))  # longest first
-    X, y = load_digits()
-    digests = (_digest(np.ascontiguousarray(X).tobytes(), np.asarray(y).tobytes()),
-               _digest(load_predictor("default").to_dict()))
-    measured = Parallel(n_jobs=n_jobs)(delayed(run_setting)(s, trials, parts, digests)
+    data = data_digest(*load_digits())
+    measured = Parallel(n_jobs=n_jobs)(delayed(run_setting)(s, trials, parts, data)
                                        for s in settings)
     runs = pd.concat([m["runs"] for m in measured], ignore_index=True)
     info = {"skipped": skipped, "trials": trials, "n_random": n_random, "models": list(models),
-            "skewness": list(skews), "networks": [s._asdict() for s in specs],
-            "design_seconds": design_seconds,
-            "optimize": [{"network": spec.name, "skewness": k, **built[k]["optimize"]}
-                         for spec, built in zip(specs, designs, strict=True) for k in skews],
+            "methods": list(methods), "skewness": list(skews),
+            "networks": [s._asdict() for s in specs], "design_seconds": design_seconds,
+            "optimize": [{"network": spec.name, "skewness": k, "method": arm, **stats}
+                         for spec, built in zip(specs, designs, strict=True) for k in skews
+                         for arm, stats in built[k]["optimize"].items()],
+            "runs_trained": int(sum(m["n_runs"] for m in measured)),
             "wall_clock": _wall_clock(settings, measured)}
     return runs, info
 
@@ -358,6 +547,8 @@ def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     columns = [*SETTING, "trial", "method", "time", "censored"]
     named = rows.loc[rows["method"] != "random", columns]
     random = rows[rows["method"] == "random"]
+    if random.empty:  # random-best not selected
+        return named.reset_index(drop=True)
     best = random.loc[random.groupby([*SETTING, "trial"])["censored"].idxmin(), columns]
     return pd.concat([named, best.assign(method="random-best")], ignore_index=True)
 
@@ -469,25 +660,42 @@ def spearman_cells(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(scores)
 
 
-def goals(spearman: pd.DataFrame, ratios: pd.DataFrame, speedups: dict, never: dict) -> list:
-    """The issue's four goals: (name, passed, what the numbers are)."""
-    mine = ratios[ratios["method"] == "optimize"]
+def mixing_gains(times: pd.DataFrame) -> dict:
+    """What other weights on the same links gain: per comparison of
+    :data:`MIXING_COMPARISONS` whose two methods ran, the paired median ratio of
+    censored times per setting (bootstrap interval) and its summary over settings."""
+    wide = times.pivot_table(index=[*SETTING, "trial"], columns="method", values="censored")
+    present = [(top, bottom) for top, bottom in MIXING_COMPARISONS
+               if top in wide.columns and bottom in wide.columns]
+    if not present:
+        return {}
+    rows = pd.DataFrame(paired_median_ratios(wide, SETTING, present,
+                                             seed_label=lambda top, bottom: f"{top}/{bottom}"))
+    return {f"{top}/{bottom}": {**ratio_summary(group), "by_skewness": {
+                f"{k:g}": ratio_summary(part) for k, part in group.groupby("skewness")}}
+            for (top, bottom), group in rows.groupby(["top", "bottom"], sort=False)}
+
+
+def goals(spearman: pd.DataFrame, ratios: pd.DataFrame, speedups: dict, never: dict,
+          method: str = "optimize") -> list:
+    """The issue's four goals for ``method`` (an optimize arm): (name, passed, numbers)."""
+    mine = ratios[ratios["method"] == method]
     worst = mine.loc[mine["ratio"].idxmax()]
     slower = int((mine["ratio"] > GOAL_SLOWER).sum())
     median_rho = float(spearman["spearman"].median())
-    speedup = speedups[">=0.4"].get("optimize", float("nan"))
-    bad = never["optimize"]
+    speedup = speedups[">=0.4"].get(method, float("nan"))
+    bad = never[method]
     return [
         ("median leave-network-out Spearman >= 0.9", median_rho >= GOAL_SPEARMAN,
          f"{median_rho:.3f} over {spearman['spearman'].notna().sum()} settings "
          f"(eq. 15: {spearman['spearman_paper'].median():.3f})"),
-        ("optimize <= 2 % slower than NDLF (paired median) in every setting", slower == 0,
+        (f"{method} <= 2 % slower than NDLF (paired median) in every setting", slower == 0,
          f"{slower} of {len(mine)} settings above 1.02; worst {worst['ratio']:.3f} "
          f"({worst['network']}, K={worst['skewness']:g}, {worst['model']}; CI "
          f"{worst['ci_low']:.3f}-{worst['ci_high']:.3f})"),
         ("geometric-mean speed-up over NDLF >= 1.5x at K >= 0.4", speedup >= GOAL_SPEEDUP,
          f"{speedup:.3f}x"),
-        ("no optimize design that never reaches the target", bad["settings_never"] == 0,
+        (f"no {method} design that never reaches the target", bad["settings_never"] == 0,
          f"{bad['settings_never']} settings never (majority of trials), "
          f"{bad['settings_any_never']} with some trial never; {bad['runs_never']} of "
          f"{bad['runs']} runs"),
@@ -501,13 +709,22 @@ def analyse(runs: pd.DataFrame) -> dict:
     speedups = geometric_speedups(ratios)
     never = never_counts(rows, ratios)
     spearman = spearman_cells(rows)
-    return {"ratios": ratios, "wins": win_rates(times), "speedups": speedups, "never": never,
-            "spearman": spearman, "goals": goals(spearman, ratios, speedups, never)}
+    arms = [arm for arm in OPTIMIZE_ARMS if arm in set(times["method"])]
+    return {"ratios": ratios, "speedups": speedups, "never": never, "spearman": spearman,
+            "wins": {arm: win_rates(times, arm) for arm in arms},
+            "goals": {arm: goals(spearman, ratios, speedups, never, arm) for arm in arms},
+            "mixing": mixing_gains(times)}
 
 
 # ---------------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------------
+
+
+def _shown(ratios: pd.DataFrame) -> list[str]:
+    """The methods that ran but NDLF (the reference), in :data:`ALL_METHODS` order."""
+    present = set(ratios["method"])
+    return [m for m in ALL_METHODS if m != "ndlf" and m in present]
 
 
 def figure(ratios: pd.DataFrame):
@@ -518,9 +735,9 @@ def figure(ratios: pd.DataFrame):
     from topokit.plotting._style import new_figure
 
     skews = sorted(ratios["skewness"].unique())
-    methods = [m for m in METHODS if m != "ndlf"]
+    methods = _shown(ratios)
     fig = new_figure("scatter", ncols=len(skews))
-    fig.set_size_inches(5.0 * len(skews), 4.2)
+    fig.set_size_inches(max(5.0, 0.6 * len(methods) + 1.0) * len(skews), 4.4)
     jitter = np.random.default_rng(0)
     for k, skewness in enumerate(skews):
         axis = fig.add_subplot(1, len(skews), k + 1)
@@ -540,7 +757,7 @@ def figure(ratios: pd.DataFrame):
         axis.set_yscale("log")
         axis.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         axis.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        axis.set_xticks(range(len(methods)), methods, rotation=30, fontsize=8)
+        axis.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=8)
         axis.set_title(f"skewness K = {skewness:g}")
         if k == 0:
             axis.set_ylabel(f"time to {TARGET:.0%} / NDLF's (median over trials)")
@@ -549,39 +766,65 @@ def figure(ratios: pd.DataFrame):
 
 
 def print_ratio_table(ratios: pd.DataFrame) -> None:
-    methods = [m for m in METHODS if m != "ndlf"]
+    """Per setting: NDLF's time, the first optimize arm's ratio with its interval, the rest."""
+    methods = _shown(ratios)
+    lead = next((arm for arm in OPTIMIZE_ARMS if arm in methods), None)
+    others = [m for m in methods if m != lead]
     wide = ratios.pivot_table(index=SETTING, columns="method", values="ratio", sort=False)
-    mine = ratios[ratios["method"] == "optimize"].set_index(SETTING)
     ndlf_time = ratios[ratios["method"] == "ndlf"].set_index(SETTING)["median_time"]
+    widths = [max(9, len(m) + 1) for m in others]
     print(f"\nTime to {TARGET:.0%} / NDLF's, median over paired trials (never reached: T + 1 "
-          "rounds; * = optimize's design never reached it in some trial):")
-    print(f"{'network':<22}{'K':>4} {'model':<7}{'NDLF s':>9} {'optimize [95% CI]':>21}"
-          + "".join(f"{m[:11]:>12}" for m in methods[1:]))
+          f"rounds; * = {lead}'s design never reached it in some trial):")
+    head = f"{lead + ' [95% CI]':>{max(21, len(lead) + 10)}}" if lead else ""
+    print(f"{'network':<22}{'K':>4} {'model':<7}{'NDLF s':>9} {head}"
+          + "".join(f"{m:>{w}}" for m, w in zip(others, widths, strict=True)))
+    mine = ratios[ratios["method"] == lead].set_index(SETTING) if lead else None
     for key, row in wide.iterrows():
-        own = mine.loc[key]
-        flag = "*" if own["never_trials"] else " "
-        print(f"{key[0]:<22}{key[1]:>4g} {key[2]:<7}{ndlf_time.loc[key]:>9.0f} "
-              f"{row['optimize']:>6.3f} [{own['ci_low']:.2f}-{own['ci_high']:.2f}]{flag}"
-              + "".join(f"{row[m]:>12.3f}" for m in methods[1:]))
+        cell = ""
+        if lead:
+            own = mine.loc[key]
+            flag = "*" if own["never_trials"] else " "
+            cell = (f"{row[lead]:>6.3f} [{own['ci_low']:.2f}-{own['ci_high']:.2f}]{flag}"
+                    .rjust(max(21, len(lead) + 10)))
+        print(f"{key[0]:<22}{key[1]:>4g} {key[2]:<7}{ndlf_time.loc[key]:>9.0f} {cell}"
+              + "".join(f"{row[m]:>{w}.3f}" for m, w in zip(others, widths, strict=True)))
+
+
+def print_mixing(gains: dict) -> None:
+    if not gains:
+        return
+    print("\nOther weights on the same links (paired median ratio per setting; geometric "
+          "mean over settings, by skewness; settings with the 95 % interval below / above 1):")
+    for comparison, entry in gains.items():
+        by_k = ", ".join(f"K={k} {v['geometric_mean_ratio']:.3f}"
+                         for k, v in entry["by_skewness"].items())
+        print(f"  {comparison:<30} {entry['geometric_mean_ratio']:.3f} ({by_k}); "
+              f"{entry['ci_below_1']} / {entry['ci_above_1']} of {entry['settings']}")
 
 
 def print_summary(result: dict, info: dict, seconds: float) -> None:
     print_ratio_table(result["ratios"])
-    print(f"random-best is an oracle: the fastest by measured time of {info['n_random']} random "
-          "valid topologies in each trial.  optimize designed for trial 0's class counts.")
+    if "random-best" in info["methods"]:
+        print(f"random-best is an oracle: the fastest by measured time of {info['n_random']} "
+              "random valid topologies in each trial.")
+    if result["wins"]:
+        print("The optimize arms designed for trial 0's class counts.")
     print("\nGeometric-mean speed-up over NDLF (NDLF's time / the method's), by skewness:")
-    print(f"{'method':<13}" + "".join(f"{k:>9}" for k in result["speedups"]))
-    for method in METHODS:
-        print(f"{method:<13}" + "".join(f"{v.get(method, np.nan):>9.3f}"
-                                        for v in result["speedups"].values()))
-    print("\noptimize against each method (settings won / tied / lost on the paired median; "
-          "share of paired trials won):")
-    for other, w in result["wins"].items():
-        print(f"  vs {other:<12} {w['wins']:>3} / {w['ties']:>3} / {w['losses']:>3}  "
-              f"win rate {w['win_rate']:.2f}  trials {w['trial_win_rate']:.2f}")
+    width = max(13, *(len(m) + 1 for m in ALL_METHODS))
+    print(f"{'method':<{width}}" + "".join(f"{k:>9}" for k in result["speedups"]))
+    for method in [m for m in ALL_METHODS if m in info["methods"]]:
+        print(f"{method:<{width}}" + "".join(f"{v.get(method, np.nan):>9.3f}"
+                                            for v in result["speedups"].values()))
+    print_mixing(result["mixing"])
+    for arm, wins in result["wins"].items():
+        print(f"\n{arm} against each method (settings won / tied / lost on the paired median; "
+              "share of paired trials won):")
+        for other, w in wins.items():
+            print(f"  vs {other:<20} {w['wins']:>3} / {w['ties']:>3} / {w['losses']:>3}  "
+                  f"win rate {w['win_rate']:.2f}  trials {w['trial_win_rate']:.2f}")
     print(f"\nNever reaching {TARGET:.0%} (settings: majority of trials / any trial; runs):")
     for method, n in result["never"].items():
-        print(f"  {method:<13} {n['settings_never']:>3} / {n['settings_any_never']:>3} of "
+        print(f"  {method:<20} {n['settings_never']:>3} / {n['settings_any_never']:>3} of "
               f"{n['settings']} settings; {n['runs_never']} of {n['runs']} runs")
     spearman = result["spearman"]
     print("\nLeave-network-out Spearman, predicted vs measured time over every run of a setting "
@@ -595,11 +838,13 @@ def print_summary(result: dict, info: dict, seconds: float) -> None:
     if info["skipped"]:
         print("Skipped: " + "; ".join(f"{s['network']} ({s['n_devices']} devices, {s['why']})"
                                       for s in info["skipped"]))
-    print("\nGoals of issue 17:")
-    for name, passed, numbers in result["goals"]:
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}: {numbers}")
-    print(f"\n{seconds:.0f} s in all ({info['design_seconds']:.0f} s designing); training "
-          f"seconds per run: {', '.join(f'{m} {s:.2f}' for m, s in info['wall_clock'].items())}")
+    for arm, arm_goals in result["goals"].items():
+        print(f"\nGoals of issue 17 for {arm}:")
+        for name, passed, numbers in arm_goals:
+            print(f"  {'PASS' if passed else 'FAIL'}  {name}: {numbers}")
+    clock = ", ".join(f"{m} {s:.2f}" for m, s in info["wall_clock"].items()) or "none trained"
+    print(f"\n{seconds:.0f} s in all ({info['design_seconds']:.0f} s designing; "
+          f"{info['runs_trained']} runs trained now); training seconds per run: {clock}")
 
 
 def payload(result: dict, info: dict, seconds: float) -> dict:
@@ -610,17 +855,19 @@ def payload(result: dict, info: dict, seconds: float) -> dict:
             "train": TRAIN, "targets": list(TARGETS), "censoring": "never reached = T + 1 rounds",
             "random_best": f"oracle: the fastest of {info['n_random']} random valid topologies "
                            "in each trial, by measured time",
-            "design_counts": "optimize designs for trial 0's class counts",
+            "design_counts": "the optimize arms design for trial 0's class counts",
             **info, "speedups": result["speedups"], "wins": result["wins"],
-            "never": result["never"],
-            "goals": [{"goal": g, "passed": bool(p), "numbers": n}
-                      for g, p, n in result["goals"]],
+            "never": result["never"], "mixing": result["mixing"],
+            "goals": {arm: [{"goal": g, "passed": bool(p), "numbers": n}
+                            for g, p, n in arm_goals]
+                      for arm, arm_goals in result["goals"].items()},
             "spearman_median": float(result["spearman"]["spearman"].median()),
             "spearman_median_paper": float(result["spearman"]["spearman_paper"].median()),
             "spearman": records(result["spearman"]), "ratios": records(result["ratios"])}
 
 
-def main() -> None:
+def parse_options(argv=None) -> argparse.Namespace:
+    """The command line; bad values end with one line and exit status 2."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="3 small networks, 2 trials, logreg, 4 random topologies")
@@ -628,29 +875,42 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated subset of logreg,mlp (default: both); the "
                              "parts of each model are kept, so a later run adds the other")
+    parser.add_argument("--methods", default=",".join(ALL_METHODS),
+                        help="comma-separated methods to measure, ndlf among them (default: "
+                             f"all, {','.join(ALL_METHODS)}); runs of the others stay saved")
     parser.add_argument("--network-seeds", default="100,101,102,103",
                         help="four siot seeds: two with the generator's defaults, two with "
                              "co-location links of 100 m (default 100,101,102,103; the "
                              "predictor corpus used 0-2)")
     parser.add_argument("--name", default="design_benchmark",
                         help="stem of the output files in analyses/out/")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
         seeds = [int(s) for s in args.network_seeds.split(",")]
     except ValueError:
         seeds = []
     if len(seeds) != 4 or min(seeds) < 3:
         parser.error("--network-seeds takes four integers >= 3 (0-2 made the predictor corpus)")
-    variants = ((seeds[0], None), (seeds[1], None), (seeds[2], 100.0), (seeds[3], 100.0))
-    models = tuple(m.strip() for m in args.models.split(","))
-    if not models or set(models) - set(MODELS):
+    args.variants = ((seeds[0], None), (seeds[1], None), (seeds[2], 100.0), (seeds[3], 100.0))
+    args.models = tuple(m.strip() for m in args.models.split(","))
+    if not args.models or set(args.models) - set(MODELS):
         parser.error(f"--models must be a comma-separated subset of {','.join(MODELS)}")
+    try:
+        args.methods = parse_methods(args.methods)
+    except InvalidInputError as error:
+        parser.error(str(error))
+    return args
+
+
+def main() -> None:
+    args = parse_options()
     start = time.perf_counter()
     X, y = load_digits()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skewness .* needs more rows")
         check_counts(X, y)  # the partition replay still matches train's
-    runs, info = measure(args.quick, max(1, args.n_jobs), models, variants)
+    runs, info = measure(args.quick, max(1, args.n_jobs), args.models, args.variants,
+                         args.methods)
     name = f"{args.name}_quick" if args.quick else args.name
     runs.to_parquet(out_path(f"{name}.parquet"))
     result = analyse(runs)

@@ -30,6 +30,7 @@ import zlib
 import numpy as np
 import pandas as pd
 from design_benchmark import ROUNDS, TARGET, TRAIN, paired_median_ratios, ratio_summary
+from predictor_corpus import MIXINGS, trial_seed, weighted
 
 import topokit
 from topokit._io import atomic_write_bytes
@@ -49,18 +50,12 @@ def topologies(net: topokit.Network, counts, seed: int) -> dict[str, topokit.Top
     optimize's design."""
     designed = topokit.optimize(net, class_counts=counts, seed=seed).topology
     pairs = {"ndlf": ndlf(net), "optimize": designed}
-    result = {}
-    for name, plain in pairs.items():
-        result[f"{name}/lazy-metropolis"] = plain
-        result[f"{name}/metropolis"] = topokit.design.metropolis_hastings_topology(plain, net)
-        result[f"{name}/fastest"] = topokit.fastest_mixing_topology(plain, net, seed=seed)
-    return result
+    return {f"{name}/{weighting}": weighted(plain, net, weighting, seed)
+            for name, plain in pairs.items() for weighting in MIXINGS}
 
 
 def trial0_counts(net: topokit.Network, skewness: float, seed: int):
     """The class counts of validate's trial 0 (optimize designs for the data it trains on)."""
-    from design_benchmark import trial_seed
-
     from topokit.design.validation import _partition_counts, _training_data
 
     data = _training_data(None, None, "digits")
