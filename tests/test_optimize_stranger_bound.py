@@ -1,13 +1,15 @@
 """optimize(max_stranger_mu=...): designs under a bound on what strangers learn (issue 20, part 4).
 
 Every claim is checked with an independent ``privacy_audit`` of the returned
-design at the noise it says it needs.
+design at the noise it says it needs (each DP device's own level).
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from topokit import evaluate, load_example, optimize, privacy_audit
@@ -40,7 +42,8 @@ def _stranger_summary(net, topology, z):
 def test_every_stranger_pair_is_within_the_bound(net, bounded):
     bound, design = bounded
     info = design.stats["stranger_bound"]
-    summary = _stranger_summary(net, design.topology, info["noise_multiplier"])
+    assert set(info["noise_multipliers"]) == set(design.topology.dp_devices)
+    summary = _stranger_summary(net, design.topology, info["noise_multipliers"])
     assert summary["exposed_stranger_pairs"] == 0
     assert summary["stranger_mu_max"] <= bound * (1 + 1e-9)
     assert summary["stranger_mu_max"] == pytest.approx(info["stranger_mu_max"], rel=1e-9)
@@ -69,6 +72,7 @@ def test_a_bound_the_base_noise_cannot_meet_raises_the_noise(net):
         design = optimize(net, seed=0, max_stranger_mu=0.05, audit_rounds=ROUNDS)
     info = design.stats["stranger_bound"]
     assert info["noise_multiplier"] > info["base_noise_multiplier"]
+    assert info["devices_lowered"] == 0  # every DP device's noise shields the worst pair
     assert info["stranger_mu_max"] == pytest.approx(0.05, rel=1e-8)
     assert info["stranger_mu_max"] < 0.05  # strictly within, not up to rounding
     at_base = evaluate(net, design.topology, load_predictor("default"))
@@ -160,3 +164,92 @@ def test_the_dsgd_model_bounds_every_round_of_contributions():
     audit = privacy_audit(toy, dsgd.topology, rounds=10, noise_multiplier=info["noise_multiplier"],
                           model="dsgd").summary()
     assert audit["exposed_stranger_pairs"] == 0 and audit["stranger_mu_max"] < 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-device noise levels (module notes of optimize, step 5)
+# ---------------------------------------------------------------------------------------------
+
+SHORT = 3  # a short gossip leaves some DP devices' noise out of the worst pair's view
+
+
+@pytest.fixture(scope="module")
+def per_device(net):
+    """The same search with per-device levels and with the common z* (a case where they pay)."""
+    options = dict(seed=0, max_stranger_mu=0.25, audit_rounds=SHORT, max_evaluations=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return (optimize(net, **options),
+                optimize(net, per_device_noise=False, **options))
+
+
+def test_device_levels_meet_the_bound_by_an_independent_audit(net, per_device):
+    design, _ = per_device
+    info = design.stats["stranger_bound"]
+    assert info["per_device_noise"] is True and info["devices_lowered"] > 0
+    summary = privacy_audit(net, design.topology, rounds=SHORT,
+                            noise_multiplier=info["noise_multipliers"]).summary()
+    assert summary["exposed_stranger_pairs"] == 0
+    assert summary["stranger_mu_max"] <= 0.25 * (1 + 1e-9)
+    assert summary["stranger_mu_max"] == pytest.approx(info["stranger_mu_max"], rel=1e-9)
+
+
+def test_device_levels_stay_between_the_base_noise_and_z_star(per_device):
+    design, uniform = per_device
+    info = design.stats["stranger_bound"]
+    assert design.topology == uniform.topology  # step 5 changes the noise, not the design
+    assert info["noise_multiplier"] == uniform.stats["stranger_bound"]["noise_multiplier"]
+    levels = np.array(list(info["noise_multipliers"].values()))
+    assert np.all(levels <= info["noise_multiplier"])
+    assert np.all(levels >= info["base_noise_multiplier"])
+    assert info["devices_lowered"] == np.count_nonzero(levels < info["noise_multiplier"])
+
+
+def test_device_levels_are_predicted_faster_and_predicted_as_reported(net, per_device):
+    design, uniform = per_device
+    assert design.metrics.pseudo_time < uniform.metrics.pseudo_time
+    info = design.stats["stranger_bound"]
+    default = load_predictor("default")
+    levels = [info["noise_multipliers"].get(node, 0.0) for node in net.nodes]
+    settings = replace(default.feature_settings, noise_multiplier=info["noise_multiplier"],
+                       device_noise_multipliers=levels)
+    again = evaluate(net, design.topology, default.set_params(settings=settings))
+    assert again.pseudo_time == pytest.approx(design.metrics.pseudo_time, rel=1e-12)
+
+
+def test_uniform_noise_is_kept_when_asked(per_device):
+    _, uniform = per_device
+    info = uniform.stats["stranger_bound"]
+    assert info["per_device_noise"] is False and info["noise_audits"] == 0
+    assert set(info["noise_multipliers"].values()) == {info["noise_multiplier"]}
+
+
+def test_device_level_audits_are_counted(per_device):
+    design, uniform = per_device
+    info, plain = design.stats["stranger_bound"], uniform.stats["stranger_bound"]
+    assert info["noise_audits"] >= info["devices_lowered"] + 1  # each lowering, the final check
+    assert info["audits"] == plain["audits"] + info["noise_audits"]
+
+
+def test_device_levels_are_deterministic(net):
+    options = dict(seed=0, max_stranger_mu=0.25, audit_rounds=SHORT, max_evaluations=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one, two = optimize(net, **options), optimize(net, n_jobs=2, **options)
+    assert one.stats["stranger_bound"] == two.stats["stranger_bound"]
+    assert one.metrics == two.metrics
+
+
+def test_a_design_trains_with_its_device_levels(net, per_device):
+    from topokit.training import DPConfig, load_digits, train
+
+    design, _ = per_device
+    levels = design.stats["stranger_bound"]["noise_multipliers"]
+    run = train(net, design.topology, *load_digits(), rounds=2, seed=0,
+                dp=DPConfig(noise_multiplier=levels))
+    assert run.noise_multiplier == levels
+
+
+def test_per_device_noise_must_be_a_bool():
+    with pytest.raises(InvalidInputError, match="per_device_noise must be True or False"):
+        optimize(load_example("toy"), max_stranger_mu=0.5, per_device_noise="yes")

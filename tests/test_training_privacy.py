@@ -195,3 +195,78 @@ def test_clipping_and_sensitivity_helpers():
 def test_bad_dp_config_is_rejected(kwargs):
     with pytest.raises(InvalidInputError):
         DPConfig(**kwargs)
+
+
+# --- per-device noise multipliers (issue 20, part 4: training with optimize's levels) ---------
+
+PER_DEVICE = {"C": 2.0, "D": 5.0, "E": 3.0}
+
+
+def test_each_device_adds_and_accounts_its_own_noise(toy, digits):
+    # Zero gradients, no links: each DP device's parameters after one round are its noise,
+    # whose std is z_i * 2 eta C / B_i; each epsilon is dp-accounting's at that device's z_i.
+    lr, n_params = 0.3, 20_000
+    model = ConstantGradient(64, 10, n_params=n_params)
+    run = train(toy, Topology([], dp_devices=DP_NODES), *digits, model=model, rounds=1, lr=lr,
+                dp=DPConfig(noise_multiplier=PER_DEVICE), seed=5)
+    assert run.noise_multiplier == PER_DEVICE
+    for node, z in PER_DEVICE.items():
+        expected = z * 2 * lr / _expected_batch(run, node)
+        assert np.std(run.final_params[run.nodes.index(node)]) == pytest.approx(expected, rel=0.03)
+        q = run.sampling_rate[node]
+        assert run.epsilon[node] == pytest.approx(_dp_accounting_epsilon(z, q, 1, 1e-5), rel=1e-9)
+
+
+def test_per_device_epsilon_over_a_run_follows_each_z(toy, digits):
+    rounds = 15
+    run = train(toy, toy.topology, *digits, rounds=rounds, seed=0,
+                dp=DPConfig(noise_multiplier={**PER_DEVICE, "E": 0.0}))
+    for node, z in PER_DEVICE.items():
+        q = run.sampling_rate[node]
+        if node == "E":  # no noise: no finite guarantee
+            assert run.epsilon[node] == math.inf and run.noise_multiplier[node] == 0.0
+        else:
+            assert run.epsilon[node] == pytest.approx(
+                _dp_accounting_epsilon(z, q, rounds, 1e-5), rel=1e-9)
+    assert run.epsilon["C"] > run.epsilon["D"]  # less noise, more epsilon
+    assert run.to_dict()["config"]["dp"]["noise_multiplier"] == {"C": 2.0, "D": 5.0, "E": 0.0}
+
+
+def test_a_common_mapping_trains_as_the_common_number(toy, digits):
+    # The mapping path must not change the run: same seed, same z everywhere, same result.
+    kwargs = dict(rounds=4, seed=7)
+    common = train(toy, toy.topology, *digits, dp=DPConfig(noise_multiplier=3.0), **kwargs)
+    mapped = train(toy, toy.topology, *digits,
+                   dp=DPConfig(noise_multiplier=dict.fromkeys(DP_NODES, 3.0)), **kwargs)
+    np.testing.assert_array_equal(common.final_params, mapped.final_params)
+    assert common.epsilon == mapped.epsilon
+
+
+@pytest.mark.parametrize("noise, message", [
+    ({"C": 2.0, "D": 5.0}, "no entry for DP device 'E'"),
+    ({**PER_DEVICE, "A": 1.0}, "'A', which is not a DP device of the topology"),
+    ({**PER_DEVICE, "Z": 1.0}, "'Z', which is not in the network"),
+])
+def test_a_mapping_must_name_exactly_the_dp_devices(toy, digits, noise, message):
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        train(toy, toy.topology, *digits, rounds=1, dp=DPConfig(noise_multiplier=noise), seed=0)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("value, message", [
+    (-1.0, r"noise_multiplier\['C'\] must be >= 0"),
+    (math.nan, r"noise_multiplier\['C'\] must be finite"),
+    (math.inf, r"noise_multiplier\['C'\] must be finite"),
+    ("3", r"noise_multiplier\['C'\] must be a real number"),
+])
+def test_bad_per_device_values_are_refused(value, message):
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        DPConfig(noise_multiplier={"C": value, "D": 1.0})
+    assert "\n" not in str(caught.value)
+
+
+def test_per_device_config_compares_and_hashes_by_its_levels():
+    one = DPConfig(noise_multiplier={"C": 2, "D": 5.0})
+    two = DPConfig(noise_multiplier={"D": 5.0, "C": 2.0})
+    assert one == two and hash(one) == hash(two) and one.per_device
+    assert not DPConfig(noise_multiplier=2.0).per_device

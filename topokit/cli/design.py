@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,9 +46,11 @@ class StrangerAudit(NamedTuple):
     noise_multiplier: float    # z of every DP device
     model: str = "gossip"      # the audit's model: one private value, or D-SGD's every round
 
-    def columns(self, net, topology, noise_multiplier: float | None = None) -> dict[str, Any]:
+    def columns(self, net, topology,
+                noise_multiplier: float | Mapping[Any, float] | None = None) -> dict[str, Any]:
         """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
-        ``noise_multiplier`` if given (a bounded design's own z*), else the audit's z."""
+        ``noise_multiplier`` if given (a bounded design's own levels: z* or device -> z),
+        else the audit's z."""
         if self.rounds == 0:
             return {}
         from ..design.audit import privacy_audit
@@ -179,7 +182,8 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
     """One column of metrics per topology, each with its stranger audit (if asked for).
 
     A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
-    shown as optimize made it: its metrics and its audit at the noise z* it needs.
+    shown as optimize made it: its metrics and its audit at the noise it chose
+    (z*, or each DP device's own level).
     """
     from ..design.metrics import evaluate
 
@@ -188,7 +192,8 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
     def column(name: str, topology) -> dict[str, Any]:
         if bound is not None and name == "optimize":
             return {**chosen.metrics.to_dict(),
-                    **audit.columns(net, chosen.topology, bound["noise_multiplier"])}
+                    **audit.columns(net, chosen.topology, bound.get(
+                        "noise_multipliers", bound["noise_multiplier"]))}
         return {**evaluate(net, topology, predictor).to_dict(), **audit.columns(net, topology)}
 
     return {name: column(name, topology) for name, topology in topologies.items()}
@@ -233,6 +238,10 @@ def design(
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     audit_model: str = AuditModelOpt,
+    uniform_noise: bool = typer.Option(
+        False, "--uniform-noise",
+        help="--max-stranger-mu: every DP device adds the common z*; by default single "
+             "devices add less where the bound allows and the predicted time falls."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Design a topology and compare it with NDLF, DLFDP, ERG (and AutoTag).
@@ -252,6 +261,8 @@ def design(
     check_seed_option(seed)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
     _check_stranger_bound(method, max_stranger_mu, audit)
+    if uniform_noise and max_stranger_mu is None:
+        raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
     _check_mixing(method, mixing)
     if nep_patience is not None:
         if method != "autotag":
@@ -267,7 +278,8 @@ def design(
         chosen, topologies = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
                                         max_stranger_mu=max_stranger_mu,
                                         audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
-                                        audit_model=audit.model, mixing=mixing)
+                                        audit_model=audit.model, mixing=mixing,
+                                        per_device_noise=not uniform_noise)
         model = load_predictor(model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
@@ -285,12 +297,24 @@ def design(
     console.print(audit.caption(), soft_wrap=True)
     bound = chosen.stats.get("stranger_bound")
     if bound is not None:
-        console.print(f"stranger bound mu <= {bound['max_stranger_mu']:g}: every DP device of "
-                      f"optimize's design adds z* = {bound['noise_multiplier']:.4g} (its column "
-                      "is audited and predicted at z*)", soft_wrap=True)
+        console.print(_bound_caption(bound), soft_wrap=True)
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
+
+
+def _bound_caption(bound: dict[str, Any]) -> str:
+    """The line under the table that says what noise optimize's bounded design adds."""
+    head = f"stranger bound mu <= {bound['max_stranger_mu']:g}: "
+    lowered = bound.get("devices_lowered", 0)
+    if not lowered:
+        return (head + f"every DP device of optimize's design adds z* = "
+                f"{bound['noise_multiplier']:.4g} (its column is audited and predicted at z*)")
+    levels = bound["noise_multipliers"].values()
+    return (head + f"optimize's design adds z* = {bound['noise_multiplier']:.4g} on "
+            f"{len(levels) - lowered} of its {len(levels)} DP devices and less on {lowered} "
+            f"(down to {min(levels):.4g}; every level in the JSON output); its column is "
+            "audited and predicted at those levels")
 
 
 def _design_predictor(method: str, predictor: Path | None):
@@ -342,7 +366,8 @@ def _check_mixing(method: str, mixing: str) -> None:
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
-               audit_model: str = "gossip", mixing: str = "lazy-metropolis"):
+               audit_model: str = "gossip", mixing: str = "lazy-metropolis",
+               per_device_noise: bool = True):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
 
@@ -350,7 +375,7 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
         chosen, references = optimize_with_references(
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
             max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
-            audit_model=audit_model, mixing=mixing)
+            audit_model=audit_model, mixing=mixing, per_device_noise=per_device_noise)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}

@@ -41,6 +41,22 @@ starts, and a move is taken only when it lowers the predicted time.
    the predictor's training faster), so the audits stay few.  The result is
    never predicted slower than a reference design that meets the bound, each
    at its own z*.
+5. *Per-device noise* (``per_device_noise=True``, under a bound).  z* is what
+   the worst stranger pair needs; the other pairs may need less of some
+   devices' noise.  After the design and its z* are chosen, each DP device's noise is
+   lowered alone, towards z_0, as far as the bound allows with the other
+   devices' levels fixed (bisection, one audit per test; more noise on one
+   device never raises a stranger's mu), devices in the order of the predicted
+   time with that device alone at z_0 (fastest first; ties by node order), and
+   a lower level is kept only if the predicted time falls.  The final levels
+   are audited once more: the bound is claimed only as audited.  Deterministic
+   (no seed involved), and never predicted slower than the common z*.  At z*
+   the worst stranger pair is at the bound, so only devices whose noise does
+   not reach its view can go lower: with long audits (tens of rounds, every
+   device's noise reaching every view) this rarely finds any, at about one
+   audit per DP device; while the design is predicted never to reach the
+   target, lower levels are credited by the predictor's chance of reaching it
+   and kept only if it then does.
 """
 
 from __future__ import annotations
@@ -62,7 +78,13 @@ from .._random import SeedLike, int_seed, keyed_seed
 from ..errors import InvalidInputError
 from ._audit_kernels import MODELS as AUDIT_MODELS  # a stranger bound's audit models
 from ._autotag import Candidate, Design, autotag
-from ._stranger_bound import NoiseRequirement, StrangerBound, required_noise_of_arrays
+from ._stranger_bound import (
+    DeviceNoise,
+    NoiseAudit,
+    NoiseRequirement,
+    StrangerBound,
+    required_noise_of_arrays,
+)
 from .baselines import dlfdp, erg, ndlf
 from .features import (
     FeatureSettings,
@@ -117,6 +139,8 @@ class _Score(NamedTuple):
     features: NDArray[np.float64]  # the predictor's features, oriented (larger is worse)
     paper_time: float  # eq. (15)'s G'(H, phi) x L: breaks ties in ``time``
     noise: NoiseRequirement | None = None  # under a stranger bound: the noise it needs
+    device_noise: tuple[float, ...] | None = None  # per-device z (node order) once refined
+    reach: float = 1.0  # the predictor's P(reaching the target): step 5's credit at time inf
 
     def better_than(self, other: _Score) -> bool:
         """Lower predicted time; at a tie (within _RTOL), lower eq. (15) time."""
@@ -173,7 +197,9 @@ class _Objective:
 
     def score(self, state: _State, settings: FeatureSettings | None = None,
               weights: NDArray[np.float64] | None = None) -> _Score:
-        features = self.features(state, settings, weights)
+        return self.score_features(self.features(state, settings, weights))
+
+    def score_features(self, features: TopologyFeatures) -> _Score:
         if isinstance(self.predictor, GlobalIteratePredictor):
             rounds = self.predictor.predict_one(features.hitting_time, features.phi)
             oriented = np.array([features.hitting_time, features.phi])
@@ -419,6 +445,7 @@ def optimize(
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
     mixing: str = "lazy-metropolis",
     audit_model: str = "gossip",
+    per_device_noise: bool = True,
 ) -> Design:
     """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
 
@@ -491,6 +518,12 @@ def optimize(
         (``python analyses/mixing_weights.py``, 16 settings), fastest-mixing
         weights took 0.76x the time of Lazy-Metropolis on optimize's designs
         and 0.98x that of Metropolis-Hastings.
+    per_device_noise : bool, default True
+        Under ``max_stranger_mu``: after the design and its common z* are
+        chosen, lower single DP devices' noise below z* (never below the
+        predictor's z_0) where the bound still holds and the predicted time
+        falls (module notes, step 5); False keeps z* on every DP device.
+        Ignored without a bound.
 
     Returns
     -------
@@ -502,10 +535,13 @@ def optimize(
         devices), ``predictor`` (its name and full record) and ``stats``
         (``start``: where the best search began; ``start_times``: the
         predicted time of every reference design; evaluations, moves taken;
-        with ``max_stranger_mu``, ``stranger_bound``: the bound, T, the noise
-        multiplier z* of the design's DP devices, its worst stranger mu, the
-        audits run and the references that no noise makes meet the bound).
-        ``metrics`` then predict with z*.
+        with ``max_stranger_mu``, ``stranger_bound``: the bound, T, the common
+        noise multiplier z* (``noise_multiplier``), each DP device's own z
+        (``noise_multipliers``, device -> z: z* unless lowered; what to train
+        with, as ``DPConfig(noise_multiplier=...)``), ``devices_lowered``, the
+        worst stranger mu audited at those levels, the audits run (of them
+        ``noise_audits`` for the per-device levels) and the references that no
+        noise makes meet the bound).  ``metrics`` then predict with those levels.
 
     Raises
     ------
@@ -551,12 +587,21 @@ def optimize(
     >>> audit = privacy_audit(net, bounded.topology, rounds=50, noise_multiplier=z)
     >>> audit.summary()["exposed_stranger_pairs"], audit.summary()["stranger_mu_max"] <= 0.2 + 1e-12
     (0, True)
+
+    Each DP device's own level (step 5) meets the bound too, audited as chosen:
+
+    >>> levels = bounded.stats["stranger_bound"]["noise_multipliers"]
+    >>> all(z_j <= z for z_j in levels.values())
+    True
+    >>> privacy_audit(net, bounded.topology, rounds=50,
+    ...               noise_multiplier=levels).summary()["stranger_mu_max"] <= 0.2 + 1e-12
+    True
     """
     design, _ = optimize_with_references(
         net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
         n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
         progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
-        mixing=mixing, audit_model=audit_model)
+        mixing=mixing, audit_model=audit_model, per_device_noise=per_device_noise)
     return design
 
 
@@ -580,8 +625,11 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
               progress: Callable[[int, int], Any] | None = None,
               max_stranger_mu: float | None = None,
               audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str = "lazy-metropolis",
-              audit_model: str = "gossip"):
+              audit_model: str = "gossip", per_device_noise: bool = True):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
+    if not isinstance(per_device_noise, (bool, np.bool_)):
+        raise InvalidInputError(
+            f"per_device_noise must be True or False; got {per_device_noise!r}")
     mixing = check_choice(mixing, "mixing", MIXING)
     workers = worker_count(n_jobs)
     model, description = _resolve_predictor(predictor)
@@ -614,6 +662,8 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     if objective.bound is not None:  # of the final design: its weights change the audit
         stats["stranger_bound"] = _bound_stats(objective, score.noise, results, starts, scores,
                                                extra_audits=int("mixing" in stats))
+        score = _refined_noise(objective, bound, topology, score, stats["stranger_bound"],
+                               per_device_noise)
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
@@ -660,6 +710,7 @@ def _reference_scores(objective: _Objective, scores: dict[str, _Score],
 
 def _bound_stats(objective: _Objective, need: NoiseRequirement, results: list, starts: dict,
                  scores: dict, extra_audits: int = 0) -> dict[str, Any]:
+    """stats["stranger_bound"] of the design at the common z* (step 5 updates it)."""
     return {
         "max_stranger_mu": objective.bound.max_mu, "audit_rounds": objective.bound.rounds,
         "audit_model": objective.bound.model,
@@ -730,14 +781,120 @@ def _rescored(objective: _Objective, net: Network, reference: Design | None) -> 
                            c.phase, c.step) for c in reference.candidates)
 
 
-def _with_noise(predictor: Any, noise: NoiseRequirement | None) -> Any:
-    """The predictor with its DP devices' noise multiplier set to what the bound needs."""
+def _with_noise(predictor: Any, noise: NoiseRequirement | None,
+                device_noise: tuple[float, ...] | None = None) -> Any:
+    """The predictor with its DP devices' noise multiplier set to what the bound needs
+    (and each device's own level, when step 5 chose them)."""
     if noise is None:
         return predictor
     import copy
 
-    settings = replace(predictor.feature_settings, noise_multiplier=noise.noise_multiplier)
+    settings = replace(predictor.feature_settings, noise_multiplier=noise.noise_multiplier,
+                       device_noise_multipliers=device_noise)
     return copy.deepcopy(predictor).set_params(settings=settings)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-device noise under a stranger bound (module notes, step 5)
+# ---------------------------------------------------------------------------------------------
+
+def _scored_at(objective: _Objective, state: _State, weights: NDArray[np.float64] | None,
+               noise: NDArray[np.float64], need: NoiseRequirement) -> _Score:
+    """The score with DP device j adding noise[j] (node order) instead of the common z*,
+    with the predictor's probability of reaching the target."""
+    from .time_predictor import feature_matrix
+
+    settings = replace(objective.settings, noise_multiplier=need.noise_multiplier,
+                       device_noise_multipliers=tuple(noise.tolist()))
+    features = objective.features(state, settings, weights)
+    reach = objective.predictor.reach_probability(
+        feature_matrix([features], objective.predictor.features))[0]
+    return objective.score_features(features)._replace(
+        noise=need, device_noise=settings.device_noise_multipliers, reach=float(reach))
+
+
+def _gains(candidate: _Score, current: _Score, region: NDArray[np.float64]) -> bool:
+    """Step 5's test: within the trust region, and a lower predicted time or, while both
+    never reach the target, a higher predicted chance of reaching it."""
+    if not np.all(candidate.features <= region):
+        return False
+    if np.isinf(candidate.time) and np.isinf(current.time):
+        return candidate.reach > current.reach * (1.0 + _RTOL)
+    return candidate.better_than(current)
+
+
+def _noise_order(objective: _Objective, region: NDArray[np.float64], state: _State,
+                 weights: NDArray[np.float64] | None, noise: NDArray[np.float64],
+                 score: _Score) -> list[int]:
+    """The DP devices whose noise at z_0 alone the predictor credits (:func:`_gains`), the
+    most credited first (lowest time, then highest chance of reaching); ties by node order."""
+    base = objective.bound.base_noise
+    credited = {}
+    for j in np.flatnonzero(noise > base):
+        trial = noise.copy()
+        trial[j] = base
+        candidate = _scored_at(objective, state, weights, trial, score.noise)
+        if _gains(candidate, score, region):
+            credited[int(j)] = candidate
+    return sorted(credited, key=lambda j: (credited[j].time, -credited[j].reach, j))
+
+
+def _lowered_noise(objective: _Objective, region: NDArray[np.float64], topology: Topology,
+                   score: _Score) -> tuple[_Score, NDArray[np.float64], DeviceNoise,
+                                           NoiseAudit | None]:
+    """Step 5 on the final design: its score and per-device z (node order), the audits run,
+    and the audit of the final levels (None when no level changed)."""
+    state = objective.state(topology)
+    weights = (None if topology.weights is None
+               else topology.mixing_matrix(objective.net.nodes))
+    audits = DeviceNoise(state.adjacency.astype(np.float64), objective.social, objective.bound,
+                         None if weights is None else csr_matrix(weights))
+    dp = objective.dp_mask(state)
+    uniform = np.where(dp, score.noise.noise_multiplier, 0.0)
+    # Every DP device at z_0 (bound or not) is as fast as lower noise can make it: if the
+    # predictor credits even that with nothing, no audit is worth running.
+    floor = _scored_at(objective, state, weights, np.where(dp, objective.bound.base_noise, 0.0),
+                       score.noise)
+    if not floor.better_than(score):
+        return score, uniform, audits, None
+    noise = uniform
+    current = start = _scored_at(objective, state, weights, uniform, score.noise)
+    for j in _noise_order(objective, region, state, weights, noise, start):
+        level = audits.least_noise(noise, j)
+        if level >= noise[j]:
+            continue
+        trial = noise.copy()
+        trial[j] = level
+        candidate = _scored_at(objective, state, weights, trial, score.noise)
+        if _gains(candidate, current, region):
+            noise, current = trial, candidate
+    if not current.better_than(score):  # lower noise that buys no predicted time: keep z*
+        return score, uniform, audits, None
+    final = audits.audit(noise)
+    if not final.within(objective.bound):  # every change was audited; claim only what holds
+        return score, uniform, audits, None
+    return current, noise, audits, final
+
+
+def _refined_noise(objective: _Objective, region: NDArray[np.float64], topology: Topology,
+                   score: _Score, info: dict[str, Any], per_device: bool) -> _Score:
+    """The design's score after step 5 (if asked for); records its levels in ``info``."""
+    dp = np.flatnonzero(objective.dp_mask(objective.state(topology)))
+    z_star = score.noise.noise_multiplier
+    noise, audits, final = np.full(objective.net.n_devices, z_star), 0, None
+    if per_device:
+        score, noise, search, final = _lowered_noise(objective, region, topology, score)
+        audits = search.audits
+    info.update({
+        "per_device_noise": bool(per_device),
+        "noise_multipliers": {objective.net.nodes[j]: float(noise[j]) for j in dp},
+        "devices_lowered": int(np.count_nonzero(noise[dp] < z_star)),
+        "noise_audits": audits,
+        "audits": info["audits"] + audits,
+    })
+    if final is not None:
+        info["stranger_mu_max"] = final.stranger_mu_max
+    return score
 
 
 def _weighted(plain: Topology, net: Network, mixing: str, seed: int) -> Topology:
@@ -786,7 +943,7 @@ def _design(objective: _Objective, description: dict, topology: Topology, score:
     net = objective.net
     if objective.class_counts is not None:
         net = net.with_class_counts(objective.class_counts)
-    predictor = _with_noise(objective.predictor, score.noise)
+    predictor = _with_noise(objective.predictor, score.noise, score.device_noise)
     return Design(topology=topology, metrics=evaluate(net, topology, predictor),
                   candidates=_rescored(objective, net, reference),
                   n=len(topology.dp_devices), stats=stats, predictor=description)

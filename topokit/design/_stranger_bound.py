@@ -9,16 +9,24 @@ observer's view has noise covariance z^2 C_1, C_1 the covariance at z = 1, so
 
 for every pair that is not exposed, and exposure (mu = inf: the observer can
 cancel the noise) does not depend on z > 0.  The same holds for the audit's
-D-SGD model (both terms of its bound scale as 1 / z).  Per-device noise levels
-do not scale this way; only a common z is chosen here.  One audit at z = 1 therefore
-gives the smallest common z for which every stranger pair has mu at most the
-bound: z* = max(z_0, max_stranger mu_ik(1) / bound), with z_0 the noise the
-DP devices add anyway (their epsilon's); no z helps a topology that exposes
-a stranger pair.
+D-SGD model (both terms of its bound scale as 1 / z).  One audit at z = 1
+therefore gives the smallest common z for which every stranger pair has mu at
+most the bound: z* = max(z_0, max_stranger mu_ik(1) / bound), with z_0 the
+noise the DP devices add anyway (their epsilon's); no z helps a topology that
+exposes a stranger pair.
+
+Per-device levels do not scale this way, but mu is monotone in each of them:
+with more noise on one device, the observer's view is the same view plus
+independent noise (a post-processing), so no mu grows.  :class:`DeviceNoise`
+(which relies on this, and whose final audit checks it) therefore finds, for
+one device with the others fixed, the least z_j in [z_0, z_j] that keeps the
+bound by bisection, one audit with the per-device noise per test; it proves
+nothing it has not audited (:meth:`DeviceNoise.audit` of the final levels).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -30,6 +38,10 @@ from .network import Network, Topology
 
 #: z* is raised by this relative margin so that a fresh audit at z* meets the bound strictly.
 _MARGIN = 1.0 + 1e-9
+
+#: A device's bisection stops when its bracket is this narrow relative to its upper end:
+#: a percent of noise moves the predicted time little, and every test is one audit.
+NOISE_RTOL = 1e-2
 
 
 class StrangerBound(NamedTuple):
@@ -92,3 +104,68 @@ def required_noise_of_arrays(adjacency: NDArray[np.float64], dp_mask: NDArray[np
         return NoiseRequirement(float("inf"), int(exposed), unit)
     # A hair above unit / max_mu, so that the bound holds after rounding, not only up to it.
     return NoiseRequirement(max(bound.base_noise, unit / bound.max_mu * _MARGIN), 0, unit)
+
+
+class NoiseAudit(NamedTuple):
+    """What one audit at given per-device noise levels found over the stranger pairs."""
+
+    exposed_stranger_pairs: int
+    stranger_mu_max: float  # the worst finite stranger mu (0.0 if none)
+
+    def within(self, bound: StrangerBound) -> bool:
+        """No stranger exposed, and the worst mu within the bound by the margin 1e-9."""
+        return self.exposed_stranger_pairs == 0 and self.stranger_mu_max * _MARGIN <= bound.max_mu
+
+
+@dataclass
+class DeviceNoise:
+    """Stranger audits of one topology (arrays, node order) at per-device noise levels.
+
+    ``weights`` is W (default Lazy-Metropolis); ``audits`` counts the audits run.
+    """
+
+    adjacency: NDArray[np.float64]
+    social: NDArray[np.bool_]
+    bound: StrangerBound
+    weights: sp.csr_array | None = None
+    audits: int = 0
+
+    def audit(self, noise: NDArray[np.float64]) -> NoiseAudit:
+        """The stranger pairs' exposure and worst mu when device j adds z_j = ``noise[j]``."""
+        self.audits += 1
+        exposed, worst = stranger_mu_max(self.adjacency, noise, self.social, self.bound.rounds,
+                                         weights=self.weights, model=self.bound.model)
+        return NoiseAudit(int(exposed), 0.0 if worst is None else float(worst))
+
+    def least_noise(self, noise: NDArray[np.float64], device: int,
+                    rtol: float = NOISE_RTOL) -> float:
+        """The least z of ``device`` in [z_0, noise[device]] found to keep the bound.
+
+        The other devices keep their levels, and ``noise`` must meet the bound
+        (the upper end of the bracket is trusted, not audited).  A level
+        ``rtol`` below the current one is tried first (a device the worst
+        pairs need costs one audit), then z_0, then bisection until the
+        bracket is narrower than ``rtol`` times its upper end.  Returns
+        ``noise[device]`` when nothing lower was found to keep the bound.
+        """
+        trial = np.array(noise, dtype=np.float64)
+        low, high = self.bound.base_noise, float(noise[device])
+        if low >= high:
+            return high
+        step = max(low, high * (1.0 - rtol))
+        if not self._meets(trial, device, step):
+            return high  # the worst pairs need all of this device's noise
+        if step == low or self._meets(trial, device, low):
+            return low
+        high = step
+        while high - low > rtol * high:
+            middle = 0.5 * (low + high)
+            if self._meets(trial, device, middle):
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def _meets(self, trial: NDArray[np.float64], device: int, level: float) -> bool:
+        trial[device] = level
+        return self.audit(trial).within(self.bound)

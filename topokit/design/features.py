@@ -107,6 +107,21 @@ class FeatureSettings:
         0.99 (a memory of about 100 rounds) ranked topologies best among 0.8,
         0.9, 0.95 and 0.99 in ``analyses/predictor_corpus.py``'s
         leave-network-out evaluation.
+    device_noise_multipliers : sequence of float >= 0, optional
+        z_i of each device in node order (``net.nodes``), for DP devices that
+        add different noise (such as :func:`topokit.optimize`'s per-device
+        levels under ``max_stranger_mu``); only the DP devices' entries are
+        used (the others add no noise).  None (default): every DP device adds
+        ``noise_multiplier``, which keeps its meaning as the common value.
+        Left out of :meth:`to_dict` when None, so settings written before it
+        existed read and predict the same.
+
+    Examples
+    --------
+    >>> FeatureSettings(noise_multiplier=4.0).to_dict()["noise_multiplier"]
+    4.0
+    >>> FeatureSettings(device_noise_multipliers=[4, 3.5]).device_noise_multipliers
+    (4.0, 3.5)
     """
 
     noise_multiplier: float | None = None
@@ -115,6 +130,7 @@ class FeatureSettings:
     local_steps: int = 1
     n_samples: int | None = None
     gamma: float = 0.99
+    device_noise_multipliers: tuple[float, ...] | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -127,9 +143,18 @@ class FeatureSettings:
         if self.n_samples is not None:
             set_(self, "n_samples", check_int(self.n_samples, "n_samples", low=1))
         set_(self, "gamma", check_real(self.gamma, "gamma", low=0, high=1, closed="left"))
+        if self.device_noise_multipliers is not None:
+            set_(self, "device_noise_multipliers",
+                 _check_device_noise(self.device_noise_multipliers))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as keyword arguments of :func:`topology_features` (JSON-ready)."""
+        data = asdict(self)
+        if self.device_noise_multipliers is None:
+            del data["device_noise_multipliers"]  # as written before per-device noise existed
+        else:
+            data["device_noise_multipliers"] = list(self.device_noise_multipliers)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSettings:
@@ -141,6 +166,16 @@ class FeatureSettings:
                 f"unknown feature setting {unknown[0]!r}; expected {', '.join(sorted(known))}"
             )
         return cls(**data)
+
+
+def _check_device_noise(values: Any) -> tuple[float, ...]:
+    """Per-device noise multipliers as a tuple of finite floats >= 0."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise InvalidInputError(
+            "device_noise_multipliers must be a sequence of numbers >= 0 (one z per device, "
+            f"node order); got {type(values).__name__}")
+    return tuple(check_real(value, f"device_noise_multipliers[{i}]", low=0)
+                 for i, value in enumerate(values))
 
 
 @dataclass(frozen=True)
@@ -275,15 +310,27 @@ def _batch_sizes(settings: FeatureSettings, counts: NDArray | None, n: int) -> N
 
 def _noise_variances(dp_mask: NDArray[np.bool_], settings: FeatureSettings,
                      counts: NDArray | None) -> NDArray[np.float64]:
-    """s_i^2 = (z Delta_i)^2 at step size 1 for DP devices, 0 for the others.
+    """s_i^2 = (z_i Delta_i)^2 at step size 1 for DP devices, 0 for the others.
 
     Delta_i = 2 C (1 / B_i + K - 1) is the clipped replace-one sensitivity of
     :func:`topokit.training.privacy.clipped_sensitivity` (restated here: the
-    design layer does not import the training core).
+    design layer does not import the training core); z_i is the device's own
+    multiplier when the settings give them, else the common one.
     """
     batch = _batch_sizes(settings, counts, dp_mask.size)
     sensitivity = 2.0 * settings.max_grad_norm * (1.0 / batch + (settings.local_steps - 1))
-    return np.where(dp_mask, (settings.noise_multiplier * sensitivity) ** 2, 0.0)
+    return np.where(dp_mask, (_device_noise(settings, dp_mask.size) * sensitivity) ** 2, 0.0)
+
+
+def _device_noise(settings: FeatureSettings, n: int) -> float | NDArray[np.float64]:
+    """z_i of the n devices: the per-device multipliers if given, else the common z."""
+    if settings.device_noise_multipliers is None:
+        return settings.noise_multiplier
+    if len(settings.device_noise_multipliers) != n:
+        raise InvalidInputError(
+            f"device_noise_multipliers has {len(settings.device_noise_multipliers)} entries for "
+            f"{n} devices; give one z per device in net.nodes order")
+    return np.array(settings.device_noise_multipliers)
 
 
 def _mode_diagonal(spectrum: _Spectrum, weight: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -337,6 +384,7 @@ def topology_features(
     local_steps: int = 1,
     n_samples: int | None = None,
     gamma: float = 0.99,
+    device_noise_multipliers: ArrayLike | None = None,
 ) -> TopologyFeatures:
     """Mixing, DP-noise and heterogeneity features of a topology on a network.
 
@@ -355,6 +403,9 @@ def topology_features(
         counts win over the network's.
     noise_multiplier, max_grad_norm, batch_size, local_steps, n_samples, gamma
         See :class:`FeatureSettings`.
+    device_noise_multipliers : sequence of float >= 0, optional
+        z_i of each device in node order, overriding ``noise_multiplier`` on
+        the DP devices (see :class:`FeatureSettings`).
 
     Returns
     -------
@@ -382,8 +433,9 @@ def topology_features(
     Lazy-Metropolis weights only: their predictions for weighted topologies
     extrapolate.  DP device i adds Gaussian noise of
     per-coordinate variance :math:`s_i^2 \\eta_t^2`,
-    :math:`s_i = z\\,2C(1/B_i + K - 1)` (clipped sensitivity, Algorithm 1),
-    to the model it sends; the other devices add none.  Since
+    :math:`s_i = z_i\\,2C(1/B_i + K - 1)` (clipped sensitivity, Algorithm 1;
+    z_i = z unless per-device multipliers are given), to the model it sends;
+    the other devices add none.  Since
     :math:`\\mathbf 1^\\top W = \\mathbf 1^\\top`, one round leaves in the
     network average
 
@@ -433,6 +485,15 @@ def topology_features(
     >>> features.heterogeneity_local
     0.0
 
+    DP devices may add different noise (z_i in node order; here device C adds
+    less than D and E), which the noise features count:
+
+    >>> uniform = topology_features(net, net.topology, noise_multiplier=4.0)
+    >>> lower = topology_features(net, net.topology, noise_multiplier=4.0,
+    ...                           device_noise_multipliers=[0, 0, 2.0, 4.0, 4.0, 0])
+    >>> bool(lower.noise_felt < uniform.noise_felt)
+    True
+
     Class counts carried by the network are used when none are given:
 
     >>> skewed = net.with_class_counts([[9, 1], [1, 9]] * 3)
@@ -441,7 +502,8 @@ def topology_features(
     """
     settings = FeatureSettings(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                                batch_size=batch_size, local_steps=local_steps,
-                               n_samples=n_samples, gamma=gamma)
+                               n_samples=n_samples, gamma=gamma,
+                               device_noise_multipliers=device_noise_multipliers)
     return _features(net, topology, class_counts, settings)
 
 

@@ -333,6 +333,7 @@ def plan_training(
         batch_size=schedule.batch_size,
         local_steps=schedule.local_steps,
         rounds=schedule.rounds,
+        nodes=net.nodes,
     )
     return TrainingPlan(
         schedule=schedule,

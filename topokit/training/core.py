@@ -307,6 +307,9 @@ def _config_dict(**kwargs) -> dict[str, Any]:
     for key, value in kwargs.items():
         if isinstance(value, (DPConfig, Convergence)):
             value = {k: getattr(value, k) for k in value.__dataclass_fields__}
+            if isinstance(value.get("noise_multiplier"), dict):  # per device: JSON keys
+                value["noise_multiplier"] = {str(node): z for node, z in
+                                             value["noise_multiplier"].items()}
         elif not isinstance(value, (int, float, str, bool, type(None))):
             value = repr(value)
         out[key] = value
@@ -370,7 +373,10 @@ def train(
     dp : DPConfig, None or False
         Privacy of the topology's DP devices; None uses ``DPConfig()`` when
         the topology has DP devices.  False switches the noise off (an
-        ablation: the DP devices then send in the clear).
+        ablation: the DP devices then send in the clear).  A
+        ``DPConfig(noise_multiplier={device: z})`` gives each DP device its
+        own z (every DP device named, no other device), and each device's
+        epsilon is accounted with its own z.
     partition : None, "iid", float or Partitioner
         How the training rows are split over devices: IID (default), the
         paper's skewness K in [0, 1], or a partitioner such as
@@ -424,6 +430,9 @@ def train(
     if progress is not None and progress is not False and not callable(progress):
         raise InvalidInputError("progress must be a callable progress(done, total) or None")
     dp_config = resolve_dp(dp, topology)
+    per_device = dp_config is not None and dp_config.per_device
+    if per_device:
+        dp_config.check_devices(topology.dp_devices, net.nodes)
     _warn_if_nominal(dp_config, topology)
     partitioner = make_partitioner(partition)
     rngs = spawn_generators(seed, ROLES)

@@ -29,7 +29,10 @@ Noise multiplier z = sigma_t / Delta_t (constant over rounds, since both scale w
     spend (epsilon, delta) in total (:func:`topokit.dp.noise_multiplier_for_run`),
     calibrated with the chosen ``accountant`` (PLD, being tighter, gives less
     noise for the same budget; it takes seconds rather than milliseconds).
-    ``noise_multiplier=z`` fixes it directly (Opacus' name).
+    ``noise_multiplier=z`` fixes it directly (Opacus' name); a mapping
+    device -> z fixes each DP device's own (such as the levels
+    :func:`topokit.optimize` chooses under ``max_stranger_mu``), and each
+    device's epsilon is accounted with its own z.
 
 Accounting
     The epsilon spent by each DP device over the rounds it ran is computed by
@@ -59,14 +62,14 @@ Accounting
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._checks import check_choice, check_in_open_unit_interval, check_positive
+from .._checks import check_choice, check_in_open_unit_interval, check_positive, check_real
 from ..dp import account_epsilon, calibrate_noise
 from ..errors import InvalidInputError
 
@@ -102,9 +105,12 @@ class DPConfig:
     max_grad_norm : float, default 1.0
         Per-example clipping norm C (Opacus' name).
     per : {"round", "run"}, default "round"
-    noise_multiplier : float, optional
+    noise_multiplier : float > 0 or mapping device -> float >= 0, optional
         sigma / Delta; when given, epsilon is not used for calibration (only
-        delta for the accounting).
+        delta for the accounting).  A mapping gives each DP device its own z
+        (0: the device adds no noise, and its epsilon is inf); it must name
+        every DP device of the topology trained, and no other device
+        (checked by :func:`~topokit.training.train`).
     sensitivity : {"clipped", "paper"}, default "clipped"
         "paper" is Algorithm 1's data-dependent rule: not a formal guarantee.
     accountant : {"rdp", "pld"}, default "rdp"
@@ -119,13 +125,18 @@ class DPConfig:
     --------
     >>> DPConfig(epsilon=1.0, delta=1e-5, max_grad_norm=1.0).per
     'round'
+
+    Each DP device its own noise multiplier:
+
+    >>> DPConfig(noise_multiplier={"C": 3.5, "D": 4.0, "E": 4.0}).per_device
+    True
     """
 
     epsilon: float = 1.0
     delta: float = 1e-5
     max_grad_norm: float = 1.0
     per: Literal["round", "run"] = "round"
-    noise_multiplier: float | None = None
+    noise_multiplier: float | Mapping[Hashable, float] | None = None
     sensitivity: Literal["clipped", "paper"] = "clipped"
     accountant: Literal["rdp", "pld"] = "rdp"
     method: Literal["auto", "classic", "analytic"] = "auto"
@@ -139,7 +150,9 @@ class DPConfig:
         object.__setattr__(
             self, "max_grad_norm", check_positive(self.max_grad_norm, "max_grad_norm")
         )
-        if self.noise_multiplier is not None:
+        if isinstance(self.noise_multiplier, Mapping):
+            object.__setattr__(self, "noise_multiplier", _check_device_noise(self.noise_multiplier))
+        elif self.noise_multiplier is not None:
             object.__setattr__(
                 self, "noise_multiplier", check_positive(self.noise_multiplier, "noise_multiplier")
             )
@@ -155,8 +168,45 @@ class DPConfig:
         """True when the reported epsilon is a formal guarantee (clipped sensitivity)."""
         return self.sensitivity == "clipped"
 
+    @property
+    def per_device(self) -> bool:
+        """True when ``noise_multiplier`` gives each DP device its own z (a mapping)."""
+        return isinstance(self.noise_multiplier, Mapping)
+
+    def check_devices(self, dp_devices: Sequence[Hashable], nodes: Sequence[Hashable]) -> None:
+        """Raise unless a per-device ``noise_multiplier`` names every DP device and no other.
+
+        ``dp_devices`` are the topology's DP devices, ``nodes`` the network's
+        devices.  Nothing to check for a common z.
+        """
+        if not self.per_device:
+            return
+        known, dp = set(nodes), set(dp_devices)
+        for node in self.noise_multiplier:
+            if node not in dp:
+                where = "in the network" if node not in known else "a DP device of the topology"
+                raise InvalidInputError(
+                    f"DPConfig.noise_multiplier names device {node!r}, which is not {where}; "
+                    "give a z for the topology's DP devices only (the others add no noise)")
+        missing = [node for node in dp_devices if node not in self.noise_multiplier]
+        if missing:
+            raise InvalidInputError(
+                f"DPConfig.noise_multiplier has no entry for DP device {missing[0]!r}; give every "
+                "DP device its z, or one number for all of them")
+
+    def __hash__(self) -> int:
+        # A per-device mapping is hashed by its items (the dataclass hash would refuse a dict).
+        return hash(tuple(frozenset(value.items()) if isinstance(value, Mapping) else value
+                          for value in (getattr(self, f.name) for f in fields(self))))
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _check_device_noise(noise: Mapping[Hashable, Any]) -> dict[Hashable, float]:
+    """A per-device noise mapping as a plain dict of finite floats >= 0."""
+    return {node: check_real(value, f"DPConfig.noise_multiplier[{node!r}]", low=0)
+            for node, value in noise.items()}
 
 
 def clipped_sensitivity(
@@ -268,10 +318,22 @@ def accounting_sampling_rates(
 
 
 def resolve_noise_multipliers(
-    config: DPConfig, sampling_rates: NDArray, rounds: int
+    config: DPConfig, sampling_rates: NDArray, rounds: int, *,
+    devices: Sequence[Hashable] | None = None,
 ) -> NDArray[np.float64]:
-    """z_i = sigma_i / Delta_i for every DP device (one entry per sampling rate given)."""
+    """z_i = sigma_i / Delta_i for every DP device (one entry per sampling rate given).
+
+    ``devices`` are those DP devices' ids, in the order of ``sampling_rates``:
+    needed when ``config.noise_multiplier`` is a mapping device -> z.
+    """
     rates = np.asarray(sampling_rates, dtype=np.float64)
+    if config.per_device:
+        if devices is None or len(devices) != rates.size:
+            raise InvalidInputError(
+                "DPConfig(noise_multiplier=mapping) gives each DP device its own z: pass the "
+                "DP devices' ids as devices=, one per sampling rate")
+        config.check_devices(devices, devices)
+        return np.array([config.noise_multiplier[node] for node in devices], dtype=np.float64)
     if config.noise_multiplier is not None:
         return np.full(rates.shape, config.noise_multiplier)
     # per="run" is calibrated with the accountant that reports the epsilon, so the reported
@@ -289,14 +351,22 @@ def resolve_noise_multipliers(
 def epsilon_spent(
     config: DPConfig, noise_multipliers: NDArray, sampling_rates: NDArray, rounds: int
 ) -> NDArray[np.float64]:
-    """Epsilon at ``config.delta`` spent by each DP device over ``rounds`` releases (0 if none)."""
-    return account_epsilon(
-        noise_multipliers,
+    """Epsilon at ``config.delta`` spent by each DP device over ``rounds`` releases (0 if none).
+
+    A device that adds no noise (z = 0, possible with a per-device mapping) spends inf.
+    """
+    multipliers, rates = np.broadcast_arrays(np.asarray(noise_multipliers, dtype=np.float64),
+                                             np.asarray(sampling_rates, dtype=np.float64))
+    noisy = multipliers > 0
+    spent = np.where(noisy | (rounds < 1), 0.0, np.inf)
+    spent[noisy] = account_epsilon(
+        multipliers[noisy],
         rounds,
         config.delta,
-        sampling_rate=sampling_rates,
+        sampling_rate=rates[noisy],
         accountant=config.accountant,
     )
+    return spent
 
 
 class DPAccount(NamedTuple):
@@ -407,6 +477,7 @@ def plan_dp(
     batch_size: int,
     local_steps: int,
     rounds: int,
+    nodes: Sequence[Hashable] | None = None,
 ) -> DPPlan:
     """Calibrate the noise of the devices at ``rows`` for a run of ``rounds`` rounds.
 
@@ -422,6 +493,9 @@ def plan_dp(
         The expected Poisson batch size B_i of every device.
     batch_size, local_steps, rounds : int
         The run's B, K and T.
+    nodes : sequence, optional
+        The network's device ids in node order; needed when
+        ``config.noise_multiplier`` is a mapping device -> z.
 
     Returns
     -------
@@ -431,7 +505,8 @@ def plan_dp(
     if not len(rows):
         return DPPlan(config, rows)
     rates = accounting_sampling_rates(config, partition_sizes[rows], batch_size, local_steps)
-    multipliers = resolve_noise_multipliers(config, rates, rounds)
+    devices = None if nodes is None else [nodes[row] for row in rows]
+    multipliers = resolve_noise_multipliers(config, rates, rounds, devices=devices)
     if config.sensitivity != "clipped":
         return DPPlan(config, rows, multipliers, rates)
     clip = np.full(len(partition_sizes), np.inf)
