@@ -82,6 +82,9 @@ def test_design_with_calibrated_predictor_changes_choice(tmp_path):
         (("design", "--example", "toy", "--method", "autotag", "--predictor", "default"),
          "needs an eq. (15) predictor"),
         (("design", "--example", "toy", "--nep-patience", "3"), "--method autotag only"),
+        (("design", "--example", "toy", "--ndlf-margin", "0.5"), "--ndlf-margin must be >= 1"),
+        (("design", "--example", "toy", "--method", "autotag", "--ndlf-margin", "1.2"),
+         "--method optimize only"),
         (("generate", "siot", "--devices", "0", "-o", "x.json"),
          "--devices must be an integer >= 1"),
     ],
@@ -115,3 +118,16 @@ def test_the_same_design_command_writes_the_same_bytes(tmp_path):
         outputs.append((tmp_path / name).read_bytes())
     assert outputs[0] == outputs[1]
     assert b'"inf"' not in outputs[0] and b"seconds" not in outputs[0]
+
+
+def test_design_says_when_it_keeps_ndlf_and_the_margin_is_the_api_s():
+    from topokit import load_example, optimize
+
+    kept = run("design", "--example", "siot32")
+    assert kept.exit_code == 0
+    assert "kept NDLF" in kept.output
+    searched = json.loads(run("design", "--example", "siot32", "--ndlf-margin", "1",
+                              "--json").output)
+    api = optimize(load_example("siot32"), seed=0, ndlf_margin=1.0)
+    assert searched["stats"]["ndlf_margin"]["kept_ndlf"] is False
+    assert searched["topology"] == json.loads(json.dumps(api.to_dict()["topology"]))

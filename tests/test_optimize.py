@@ -115,7 +115,7 @@ def _single_moves(net, topology):
 
 def test_no_single_move_improves_the_design_on_the_toy_network():
     net = load_example("toy")
-    design = optimize(net, seed=0, trust_region=False)
+    design = optimize(net, seed=0, trust_region=False, ndlf_margin=1.0)  # the search's own
     best = design.metrics.pseudo_time
     paper_best = evaluate(net, design.topology).pseudo_time
     for candidate in _single_moves(net, design.topology):
@@ -165,6 +165,8 @@ def test_max_evaluations_bounds_the_search():
         ({"n_jobs": 0}, "n_jobs"),
         ({"seed": -1}, "seed"),
         ({"progress": 3}, "progress"),
+        ({"ndlf_margin": 0.99}, "ndlf_margin must be >= 1"),
+        ({"ndlf_margin": float("nan")}, "ndlf_margin"),
     ],
 )
 def test_bad_options_fail_with_one_clear_line(kwargs, message):
@@ -211,3 +213,30 @@ def test_validate_spec_optimize_and_feature_columns():
     np.testing.assert_allclose(recomputed, frame["predicted_global_iterate"], rtol=1e-12)
     assert set(FEATURE_COLUMNS) >= set(predictor.features)
     assert (frame["heterogeneity_local"] > 0.2).all()  # skewed partitions
+
+
+def test_ndlf_is_kept_unless_the_design_is_clearly_faster():
+    # siot32 with IID data: the search's design is predicted about 3 % faster than NDLF.
+    net = load_example("siot32")
+    searched = optimize(net, seed=0, ndlf_margin=1.0)
+    kept = optimize(net, seed=0)
+    gain = searched.stats["start_times"]["ndlf"] / searched.metrics.pseudo_time
+    assert 1.0 < gain < 1.11
+    assert searched.stats["ndlf_margin"] == {"margin": 1.0, "kept_ndlf": False,
+                                             "predicted_gain": pytest.approx(gain, rel=1e-12)}
+    assert kept.stats["ndlf_margin"]["kept_ndlf"] is True
+    social = ndlf(net)
+    assert kept.topology == social and not kept.topology.dp_devices
+    assert kept.metrics.pseudo_time == pytest.approx(evaluate(
+        net, social, load_predictor("default")).pseudo_time, rel=1e-12)
+    # Just below the gain, the searched design is kept: the margin is the only switch.
+    assert optimize(net, seed=0, ndlf_margin=gain * (1 - 1e-9)).topology == searched.topology
+
+
+def test_ndlf_is_not_kept_when_another_reference_is_predicted_faster(skewed):
+    net, counts, design = skewed
+    times = design.stats["start_times"]
+    assert min(times, key=times.get) != "ndlf"  # this skewed network's fastest start
+    wide = optimize(net, class_counts=counts, seed=3, ndlf_margin=1e6)
+    assert wide.stats["ndlf_margin"]["kept_ndlf"] is False
+    assert wide.topology == design.topology

@@ -238,6 +238,11 @@ def design(
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     audit_model: str = AuditModelOpt,
+    ndlf_margin: float = typer.Option(
+        None, "--ndlf-margin",
+        help="--method optimize: keep NDLF (the social graph) when it is the fastest "
+             "reference and the searched design is predicted less than this many times "
+             "faster (default 1.11; 1 keeps any faster design)."),
     uniform_noise: bool = typer.Option(
         False, "--uniform-noise",
         help="--max-stranger-mu: every DP device adds the common z*; by default single "
@@ -264,6 +269,7 @@ def design(
     if uniform_noise and max_stranger_mu is None:
         raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
     _check_mixing(method, mixing)
+    ndlf_margin = _checked_ndlf_margin(method, ndlf_margin)
     if nep_patience is not None:
         if method != "autotag":
             raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
@@ -279,7 +285,8 @@ def design(
                                         max_stranger_mu=max_stranger_mu,
                                         audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
                                         audit_model=audit.model, mixing=mixing,
-                                        per_device_noise=not uniform_noise)
+                                        per_device_noise=not uniform_noise,
+                                        ndlf_margin=ndlf_margin)
         model = load_predictor(model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
@@ -364,10 +371,21 @@ def _check_mixing(method: str, mixing: str) -> None:
         raise InvalidInputError("--mixing applies to --method optimize only; drop it")
 
 
+def _checked_ndlf_margin(method: str, margin: float | None) -> float:
+    """--ndlf-margin: a real >= 1, and only where optimize uses it (default: optimize's)."""
+    from ..design._optimize import DEFAULT_NDLF_MARGIN, _checked_margin
+
+    if margin is None:
+        return DEFAULT_NDLF_MARGIN
+    if method != "optimize":
+        raise InvalidInputError("--ndlf-margin applies to --method optimize only; drop it")
+    return _checked_margin(margin, "--ndlf-margin")
+
+
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
                audit_model: str = "gossip", mixing: str = "lazy-metropolis",
-               per_device_noise: bool = True):
+               per_device_noise: bool = True, ndlf_margin: float | None = None):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
 
@@ -375,7 +393,8 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
         chosen, references = optimize_with_references(
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
             max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
-            audit_model=audit_model, mixing=mixing, per_device_noise=per_device_noise)
+            audit_model=audit_model, mixing=mixing, per_device_noise=per_device_noise,
+            **({} if ndlf_margin is None else {"ndlf_margin": ndlf_margin}))
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}
@@ -402,6 +421,11 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
                       f"non-social: {', '.join(non_social) or 'none'}"
                       " (all links: --output or --json)", soft_wrap=True)
     console.print(f"DP devices: {dp}")
+    margin = chosen.stats.get("ndlf_margin")
+    if margin is not None and margin["kept_ndlf"]:
+        console.print(f"kept NDLF: the searched design was predicted only "
+                      f"{margin['predicted_gain']:.3f}x faster, below --ndlf-margin "
+                      f"{margin['margin']:g}", soft_wrap=True)
     mixing = chosen.stats.get("mixing")
     if mixing is not None:
         kept = mixing["weights"] != "lazy-metropolis"

@@ -1,0 +1,166 @@
+"""Analysis: how much predicted gain ``optimize`` should need before it leaves the social graph.
+
+The design issue's goal: ``optimize`` is never measurably slower than NDLF (the social
+graph as it is, at most 2 % on the paired median over trials).  In the design benchmark
+some settings miss it, nearly all with IID data, where the predictor credits ``optimize``'s
+design with a gain of a few per cent that training does not show.  The remedy tested here:
+keep NDLF unless the design is predicted at least ``margin`` times faster than NDLF
+(``topokit.optimize``'s ``ndlf_margin``), where NDLF is the best of the reference designs
+(the result must never be predicted worse than DLFDP, ERG or AutoTag).
+
+No training is run.  The benchmark trains NDLF and ``optimize``'s design with the same seed
+in every trial, so where the rule keeps NDLF, ``optimize``'s measured time *is* NDLF's in
+that trial; the predicted gain is what ``optimize`` itself saw (its ``start_times["ndlf"]``
+over its ``predicted_time``, saved in the benchmark's JSON).  The margin is chosen on one
+benchmark run (``--tune``, networks of seeds 100-103) and judged on another whose networks it
+never saw (``--test``, seeds 200-203): the fewest settings more than 2 % slower than NDLF,
+ties to the smaller margin.
+
+    python analyses/ndlf_margin.py    # reads analyses/out/design_benchmark{,_s200}.{json,parquet}
+
+Writes analyses/out/ndlf_margin.json and analyses/out/ndlf_margin.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "analyses"))
+
+from design_benchmark import SETTING, at_target, method_times, paired_ratios  # noqa: E402
+
+from _common import out_path, write_json  # noqa: E402
+
+#: Margins tried on the tuning run.
+MARGINS = np.round(np.arange(1.00, 1.151, 0.01), 2)
+#: A setting misses the goal when its paired median ratio to NDLF exceeds this.
+SLOWER = 1.02
+#: Skewness from which data count as skewed (the issue's 1.5x goal).
+SKEWED = 0.4
+
+
+def predicted_gains(benchmark: dict[str, Any]) -> pd.DataFrame:
+    """Per (network, skewness): NDLF's predicted time over the design's, as ``optimize`` saw it."""
+    rows = [{"network": entry["network"], "skewness": float(entry["skewness"]),
+             "gain": _gain(entry["start_times"], entry["predicted_time"])}
+            for entry in benchmark["optimize"]]
+    return pd.DataFrame(rows)
+
+
+def _gain(start_times: dict[str, float], predicted_time: float) -> float:
+    """NDLF's predicted time over the design's; inf (never kept) unless NDLF is the best start.
+
+    ``optimize`` keeps NDLF only where no other reference design (DLFDP, ERG, AutoTag) is
+    predicted faster: its result is never predicted worse than any of them.
+    """
+    ndlf = start_times.get("ndlf", np.inf)
+    if ndlf > min(start_times.values()):
+        return np.inf
+    return ndlf / predicted_time
+
+
+def with_margin(times: pd.DataFrame, gains: pd.DataFrame, margin: float) -> pd.DataFrame:
+    """The benchmark's times with ``optimize`` replaced by NDLF wherever its gain < margin."""
+    keyed = times.merge(gains, on=["network", "skewness"], how="left")
+    keep_ndlf = keyed["gain"].fillna(np.inf) < margin
+    ndlf = times[times["method"] == "ndlf"].set_index([*SETTING, "trial"])[["time", "censored"]]
+    chosen = keyed[(keyed["method"] == "optimize") & keep_ndlf]
+    replaced = ndlf.loc[pd.MultiIndex.from_frame(chosen[[*SETTING, "trial"]])].to_numpy()
+    out = times.copy()
+    out.loc[chosen.index, ["time", "censored"]] = replaced
+    return out
+
+
+def judged(times: pd.DataFrame) -> dict[str, Any]:
+    """``optimize`` against NDLF: settings slower, measurably slower, and the speed-ups."""
+    ratios = paired_ratios(times[times["method"].isin(["optimize", "ndlf"])])
+    mine = ratios[ratios["method"] == "optimize"]
+    skewed = mine["skewness"] >= SKEWED
+
+    def speedup(part: pd.DataFrame) -> float:
+        return float(np.exp(-np.log(part["ratio"]).mean()))
+
+    return {"settings": int(len(mine)), "slower": int((mine["ratio"] > SLOWER).sum()),
+            "slower_iid": int(((mine["ratio"] > SLOWER) & ~skewed).sum()),
+            "ci_above_1": int((mine["ci_low"] > 1).sum()),
+            "worst_ratio": float(mine["ratio"].max()),
+            "speedup_skewed": speedup(mine[skewed]), "speedup_iid": speedup(mine[~skewed])}
+
+
+def load(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The benchmark run ``name``: per-trial times at the target and ``optimize``'s gains."""
+    runs = pd.read_parquet(out_path(f"{name}.parquet"))
+    benchmark = json.loads(out_path(f"{name}.json").read_text())
+    return method_times(at_target(runs)), predicted_gains(benchmark)
+
+
+def choose_margin(table: pd.DataFrame) -> float:
+    """The fewest settings slower than NDLF, ties to the smaller margin."""
+    best = table.sort_values(["slower", "margin"]).iloc[0]
+    return float(best["margin"])
+
+
+def _figure(test_times: pd.DataFrame, gains: pd.DataFrame, margin: float):
+    from topokit.plotting._style import new_panels
+
+    figure, axes = new_panels("curve")
+    axis = axes[0, 0]
+    ratios = paired_ratios(test_times[test_times["method"].isin(["optimize", "ndlf"])])
+    mine = ratios[ratios["method"] == "optimize"].merge(gains, on=["network", "skewness"])
+    for skewness, marker in zip((0.0, 0.4, 0.8), ("o", "s", "^"), strict=True):
+        part = mine[np.isclose(mine["skewness"], skewness)]
+        axis.errorbar(part["gain"], part["ratio"],
+                      yerr=[part["ratio"] - part["ci_low"], part["ci_high"] - part["ratio"]],
+                      fmt=marker, mfc="none", label=f"skewness {skewness}")
+    axis.axvline(margin, color="k", ls=":", label=f"margin {margin:.2f} (tuned elsewhere)")
+    axis.axhline(SLOWER, color="grey", ls="--", lw=0.8)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("predicted gain of optimize's design over NDLF")
+    axis.set_ylabel("measured time / NDLF's (median over trials, 95 % CI)")
+    axis.set_title("held-out networks: settings left of the line keep NDLF")
+    axis.legend()
+    return figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tune", default="design_benchmark",
+                        help="benchmark run the margin is chosen on")
+    parser.add_argument("--test", default="design_benchmark_s200",
+                        help="benchmark run (other networks) it is judged on")
+    args = parser.parse_args()
+    tune_times, tune_gains = load(args.tune)
+    table = pd.DataFrame([{"margin": float(m), **judged(with_margin(tune_times, tune_gains, m))}
+                          for m in MARGINS])
+    margin = choose_margin(table)
+    test_times, test_gains = load(args.test)
+    before, after = judged(test_times), judged(with_margin(test_times, test_gains, margin))
+    print(table.to_string(index=False, float_format="%.3f"))
+    print(f"chosen on {args.tune}: margin {margin:.2f}")
+    for label, result in (("without the margin", before), ("with it", after)):
+        print(f"{args.test}, {label}: {result['slower']} of {result['settings']} settings more "
+              f"than 2 % slower than NDLF ({result['slower_iid']} IID, {result['ci_above_1']} "
+              f"with the CI above 1, worst {result['worst_ratio']:.3f}); speed-up "
+              f"{result['speedup_skewed']:.3f}x skewed, {result['speedup_iid']:.3f}x IID")
+    write_json("ndlf_margin.json", {"tune": args.tune, "test": args.test, "margin": margin,
+                                    "tuning": table.to_dict("records"),
+                                    "test_without": before, "test_with": after})
+    from topokit.plotting._style import save_figure
+
+    save_figure(_figure(with_margin(test_times, test_gains, margin), test_gains, margin),
+                out_path("ndlf_margin.png"))
+    print(f"wrote {out_path('ndlf_margin.json')} and {out_path('ndlf_margin.png')}")
+
+
+if __name__ == "__main__":
+    main()
