@@ -25,9 +25,10 @@ The methods (``--methods``, default all of them), designed once per network
 - ``ndlf``, ``dlfdp``, ``erg`` (AutoTag's link count, seeded),
   ``exponential`` (:func:`topokit.design.baselines.exponential_graph`, Ying
   et al. 2021, seeded ring order, DP ends on its non-social links);
-- ``ndlf-fastest``: the social graph with Boyd, Diaconis and Xiao's
+- ``ndlf-metropolis``, ``ndlf-fastest``: the social graph with
+  Metropolis-Hastings weights, or with Boyd, Diaconis and Xiao's
   fastest-mixing weights (:func:`topokit.fastest_mixing_topology`, which may
-  drop links), a strong simple design a user could deploy without a predictor;
+  drop links): strong simple designs a user could deploy without a predictor;
 - ``random-best``: the best of 10 random valid topologies
   (:func:`~topokit.design.baselines.random_topology`, seeded), "best" being
   the one with the lowest *measured* time in each trial: an oracle no user
@@ -173,12 +174,12 @@ METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random
 #: optimize arm -> the mixing it is asked for (optimize(mixing=...)).
 OPTIMIZE_ARMS = {"optimize": "lazy-metropolis", "optimize-metropolis": "metropolis",
                  "optimize-fastest": "fastest"}
-WEIGHTED_METHODS = ("optimize-metropolis", "optimize-fastest", "ndlf-fastest")
+WEIGHTED_METHODS = ("optimize-metropolis", "optimize-fastest", "ndlf-metropolis", "ndlf-fastest")
 #: Every method, in the order of the tables; ``--methods`` picks among them.
 ALL_METHODS = (*METHODS, *WEIGHTED_METHODS)
 #: Paired comparisons of the same links with other weights: (weighted, plain).
 MIXING_COMPARISONS = (("optimize-fastest", "optimize"), ("optimize-metropolis", "optimize"),
-                      ("ndlf-fastest", "ndlf"))
+                      ("ndlf-metropolis", "ndlf"), ("ndlf-fastest", "ndlf"))
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 20211
 #: Goals of issue 17.
@@ -287,6 +288,9 @@ def shared_topologies(net: topokit.Network, seed: int, n_random: int,
     if "exponential" in methods:
         topologies["exponential"] = Entry("exponential", lazy, exponential_graph(
             net, seed=keyed_seed(seed, _EXPONENTIAL_KEY)))
+    if "ndlf-metropolis" in methods:
+        topologies["ndlf-metropolis"] = Entry("ndlf-metropolis", "metropolis", weighted(
+            ndlf(net), net, "metropolis", keyed_seed(seed, _FASTEST_KEY)))
     if "ndlf-fastest" in methods:
         topologies["ndlf-fastest"] = Entry("ndlf-fastest", "fastest", weighted(
             ndlf(net), net, "fastest", keyed_seed(seed, _FASTEST_KEY)))
@@ -298,13 +302,18 @@ def shared_topologies(net: topokit.Network, seed: int, n_random: int,
 
 def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
                   methods: tuple[str, ...]) -> tuple[dict, dict]:
-    """(name -> Entry, name -> stats) of the selected optimize arms for these class counts."""
+    """(name -> Entry, name -> stats) of the selected optimize arms for these class counts.
+
+    The arms are the searched designs, without ``optimize``'s ``ndlf_margin`` (which
+    would replace some by NDLF): ``analyses/ndlf_margin.py`` derives what the margin
+    gives from these runs, the NDLF arms' and ``stats["ndlf_margin"]["predicted_gain"]``.
+    """
     entries, stats = {}, {}
     for arm, mixing in OPTIMIZE_ARMS.items():
         if arm not in methods:
             continue
         design = optimize(net, class_counts=counts, seed=keyed_seed(seed, _OPTIMIZE_KEY),
-                          mixing=mixing)
+                          mixing=mixing, ndlf_margin=1.0)
         kept = (design.stats.get("mixing") or {}).get("weights", "lazy-metropolis")
         entries[arm] = Entry(arm, kept, design.topology)
         stats[arm] = {**{k: v for k, v in design.stats.items() if k != "seconds"},

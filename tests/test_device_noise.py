@@ -10,6 +10,7 @@ tolerance (a level that much lower breaks the bound).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,11 +25,13 @@ from topokit.design._stranger_bound import (
 from topokit.design.baselines import dlfdp, ndlf
 from topokit.design.features import FeatureSettings, _adjacency, topology_features
 from topokit.design.siot import siot
-from topokit.design.time_predictor import _default_path, load_predictor
+from topokit.design.time_predictor import load_predictor
 from topokit.errors import InvalidInputError
 
-# Predictions of the shipped default predictor by topokit before per-device noise existed
-# (commit 4b31466), on (network, topology) pairs: the file must still give exactly these.
+# Predictions of the default predictor shipped before per-device noise existed (commit
+# 4b31466, kept as tests/data/predictor_session6.json), by topokit at that commit, on
+# (network, topology) pairs: the file must still give exactly these.
+BEFORE_FILE = Path(__file__).parent / "data" / "predictor_session6.json"
 BEFORE = {("toy", "given"): 66.42746382818463, ("toy", "dlfdp"): float("inf"),
           ("siot10", "dlfdp"): 91.33127829840352}
 
@@ -45,9 +48,9 @@ def _case(name, topology):
 
 @pytest.mark.parametrize("key", sorted(BEFORE))
 def test_a_predictor_file_written_before_predicts_as_before(key):
-    settings = json.loads(_default_path().read_text())["settings"]
+    settings = json.loads(BEFORE_FILE.read_text())["settings"]
     assert "device_noise_multipliers" not in settings  # the file predates the setting
-    predictor = load_predictor(_default_path())
+    predictor = load_predictor(BEFORE_FILE)
     assert predictor.feature_settings.device_noise_multipliers is None
     assert predictor.feature_settings.to_dict() == settings  # and is written back unchanged
     net, topology = _case(*key)
@@ -197,3 +200,36 @@ def test_uniform_noise_needs_a_bound():
     result = _design("-e", "toy", "--uniform-noise")
     assert result.exit_code == 2
     assert "--uniform-noise applies with --max-stranger-mu only" in result.output
+
+
+def test_mappings_are_refused_as_level_sequences(toy):
+    levels = {node: 4.0 for node in toy.nodes}
+    with pytest.raises(InvalidInputError, match="not a dict") as caught:
+        topology_features(toy, dlfdp(toy), noise_multiplier=4, device_noise_multipliers=levels)
+    assert "\n" not in str(caught.value)
+
+
+def test_validate_records_the_features_of_each_runs_own_levels(toy):
+    from sklearn.datasets import load_digits
+
+    from topokit import validate
+    from topokit.training import DPConfig
+
+    topology = dlfdp(toy)
+    levels = {node: 2.0 + i for i, node in enumerate(sorted(topology.dp_devices, key=str))}
+    top = max(levels.values())
+    X, y = load_digits(return_X_y=True)
+
+    def recorded(noise):
+        result = validate(toy, {"t": topology}, X=X[:300], y=y[:300], trials=1, rounds=2,
+                          batch_size=8,
+                          dp=DPConfig(noise_multiplier=noise))
+        return result.frame["noise_average"].iloc[0]
+
+    # Every device holds more rows than a batch of 8: the same sensitivity everywhere, so
+    # the ratio of the recorded features is the ratio of the levels' features.
+    per_device = topology_features(toy, topology, noise_multiplier=top, device_noise_multipliers=[
+        levels.get(node, 0.0) for node in toy.nodes]).noise_average
+    common = topology_features(toy, topology, noise_multiplier=top).noise_average
+    assert recorded(levels) / recorded(top) == pytest.approx(per_device / common, rel=1e-9)
+    assert per_device < 0.9 * common

@@ -242,7 +242,8 @@ def design(
         None, "--ndlf-margin",
         help="--method optimize: keep NDLF (the social graph) when it is the fastest "
              "reference and the searched design is predicted less than this many times "
-             "faster (default 1.11; 1 keeps any faster design)."),
+             "faster (default 1.12 with a fitted predictor, 1 with --predictor paper; 1 keeps "
+             "any faster design)."),
     uniform_noise: bool = typer.Option(
         False, "--uniform-noise",
         help="--max-stranger-mu: every DP device adds the common z*; by default single "
@@ -371,12 +372,12 @@ def _check_mixing(method: str, mixing: str) -> None:
         raise InvalidInputError("--mixing applies to --method optimize only; drop it")
 
 
-def _checked_ndlf_margin(method: str, margin: float | None) -> float:
-    """--ndlf-margin: a real >= 1, and only where optimize uses it (default: optimize's)."""
-    from ..design._optimize import DEFAULT_NDLF_MARGIN, _checked_margin
+def _checked_ndlf_margin(method: str, margin: float | None) -> float | None:
+    """--ndlf-margin: a real >= 1, and only where optimize uses it (None: optimize's default)."""
+    from ..design._optimize import _checked_margin
 
     if margin is None:
-        return DEFAULT_NDLF_MARGIN
+        return None
     if method != "optimize":
         raise InvalidInputError("--ndlf-margin applies to --method optimize only; drop it")
     return _checked_margin(margin, "--ndlf-margin")

@@ -15,9 +15,12 @@ most the bound: z* = max(z_0, max_stranger mu_ik(1) / bound), with z_0 the
 noise the DP devices add anyway (their epsilon's); no z helps a topology that
 exposes a stranger pair.
 
-Per-device levels do not scale this way, but mu is monotone in each of them:
-with more noise on one device, the observer's view is the same view plus
-independent noise (a post-processing), so no mu grows.  :class:`DeviceNoise`
+Per-device levels do not scale this way, but in the gossip model mu is
+monotone in each of them: with more noise on one device, the observer's view
+is the same view plus independent noise (a post-processing), so no mu grows.
+(The D-SGD model's audited value is an upper bound, sqrt(min(sum |G_i|,
+T / z^2)), which need not be monotone: there the bisection's level is one
+that passed its audit, not necessarily the least.)  :class:`DeviceNoise`
 (which relies on this, and whose final audit checks it) therefore finds, for
 one device with the others fixed, the least z_j in [z_0, z_j] that keeps the
 bound by bisection, one audit with the per-device noise per test; it proves

@@ -170,6 +170,13 @@ class FeatureSettings:
 
 def _check_device_noise(values: Any) -> tuple[float, ...]:
     """Per-device noise multipliers as a tuple of finite floats >= 0."""
+    from collections.abc import Mapping, Set
+
+    if isinstance(values, (Mapping, Set)):  # iterating them would read device ids as levels
+        raise InvalidInputError(
+            "device_noise_multipliers must be a sequence in node order, not a "
+            f"{type(values).__name__}; for a mapping device -> z use "
+            "[levels.get(node, 0.0) for node in net.nodes]")
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(
             "device_noise_multipliers must be a sequence of numbers >= 0 (one z per device, "

@@ -339,10 +339,15 @@ def _run_features(piece: _Piece, run) -> dict[str, float]:
     config = run.config
     dp = config.get("dp") or {}
     multipliers = [z for z in run.noise_multiplier.values() if z is not None]
+    # A run with per-device levels (DPConfig(noise_multiplier={device: z})) is described
+    # by those levels, not by the largest.
+    per_device = None if len(set(multipliers)) <= 1 else tuple(
+        float(run.noise_multiplier.get(node) or 0.0) for node in piece.net.nodes)
     settings = FeatureSettings(noise_multiplier=max(multipliers, default=0.0),
                                max_grad_norm=dp.get("max_grad_norm", 1.0),
                                batch_size=config["batch_size"],
-                               local_steps=config["local_steps"])
+                               local_steps=config["local_steps"],
+                               device_noise_multipliers=per_device)
     features = topology_features(piece.net, piece.topology, **settings.to_dict()).to_dict()
     values = {name: float(features[name]) for name in FEATURE_COLUMNS}
     if run.dp_devices and dp.get("sensitivity") != "clipped":

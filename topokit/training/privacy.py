@@ -188,7 +188,9 @@ class DPConfig:
                 raise InvalidInputError(
                     f"DPConfig.noise_multiplier names device {node!r}, which is not {where}; "
                     "give a z for the topology's DP devices only (the others add no noise)")
-        missing = [node for node in dp_devices if node not in self.noise_multiplier]
+        # Sorted: the device named must not depend on a set's iteration order.
+        missing = sorted((node for node in dp_devices if node not in self.noise_multiplier),
+                         key=repr)
         if missing:
             raise InvalidInputError(
                 f"DPConfig.noise_multiplier has no entry for DP device {missing[0]!r}; give every "
