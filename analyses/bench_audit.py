@@ -114,9 +114,9 @@ def _observer_work(problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     chosen, cost, dense = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n)
     for k in range(n):
         owners = n - 1 - problem.neighbours[k].size
-        flops = kernels._flops(problem, k, owners)
-        chosen[k] = kernels.METHODS.index(min(kernels.METHODS, key=flops.__getitem__))
-        cost[k] = flops[kernels.METHODS[chosen[k]]]
+        method = kernels.choose_method(problem, k, owners)
+        chosen[k] = kernels.METHODS.index(method)
+        cost[k] = kernels._flops(problem, k, owners)[method]
         dense[k] = _dense_work(problem, k, owners)
     return chosen, cost, dense
 

@@ -121,6 +121,7 @@ from predictor_corpus import (  # noqa: E402
     check_counts,
     class_counts,
     data_digest,
+    legacy_metrics,
     run_key,
     score_cell,
     train_runs,
@@ -368,15 +369,7 @@ def setting_keys(setting: Setting, net: topokit.Network, data: str) -> dict[str,
 
 def _legacy_expected(setting: Setting, net: topokit.Network, trials: int) -> pd.DataFrame:
     """Seeds and structural metrics every trial of each topology must show to be adopted."""
-    seed = network_seed(setting.spec.name)
-    rows = []
-    for name, entry in setting.topologies.items():
-        metrics = topokit.evaluate(net, entry.topology)
-        values = {column: float(getattr(metrics, column))
-                  for column in (*LEGACY_COLUMNS, *LEGACY_OPTIONAL)}
-        rows += [{"topology": name, "trial": t, "seed": trial_seed(seed, t), **values}
-                 for t in range(trials)]
-    return pd.DataFrame(rows)
+    return legacy_metrics(net, setting.topologies, network_seed(setting.spec.name), trials)
 
 
 def saved_runs(setting: Setting, net: topokit.Network, parts: Path, keys: dict[str, str],

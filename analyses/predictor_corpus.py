@@ -403,12 +403,18 @@ def _cell_keys(cell: Cell, net, data: str) -> dict[str, str]:
 
 
 def expected_metrics(net, entries: dict, seed: int, trials: int) -> pd.DataFrame:
-    """One row per (Lazy-Metropolis topology, trial): its seed and :data:`LEGACY_COLUMNS`,
-    what a run saved before run keys must show to be adopted."""
+    """:func:`legacy_metrics` of the Lazy-Metropolis entries only: the corpus's runs saved
+    before run keys were all Lazy-Metropolis."""
+    plain = {name: entry for name, entry in entries.items()
+             if entry.weighting == "lazy-metropolis"}
+    return legacy_metrics(net, plain, seed, trials)
+
+
+def legacy_metrics(net, entries: dict, seed: int, trials: int) -> pd.DataFrame:
+    """One row per (topology, trial): its seed and :data:`LEGACY_COLUMNS` (and
+    :data:`LEGACY_OPTIONAL`), what a run saved before run keys must show to be adopted."""
     rows = []
     for name, entry in entries.items():
-        if entry.weighting != "lazy-metropolis":
-            continue  # runs saved before run keys were all Lazy-Metropolis
         metrics = topokit.evaluate(net, entry.topology)
         values = {column: float(getattr(metrics, column))
                   for column in (*LEGACY_COLUMNS, *LEGACY_OPTIONAL)}

@@ -395,7 +395,7 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
             max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
             audit_model=audit_model, mixing=mixing, per_device_noise=per_device_noise,
-            **({} if ndlf_margin is None else {"ndlf_margin": ndlf_margin}))
+            ndlf_margin=ndlf_margin)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}
