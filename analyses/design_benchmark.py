@@ -12,15 +12,17 @@ AutoTag being too slow there for a benchmark.
 The methods (``--methods``, default all of them), designed once per network
 (per (network, skewness) for the ``optimize`` arms, which design for the data):
 
-- ``optimize``: :func:`topokit.optimize` with the default predictor, given
-  the class counts of trial 0's partition at that skewness (validate cannot
-  take one topology per trial; trials 1-4 train on other partitions of the
-  same skewness, which the design did not see);
-- ``optimize-metropolis``, ``optimize-fastest``: the same with
-  ``mixing="metropolis"`` / ``"fastest"``: the design carries
-  Metropolis-Hastings or fastest-mixing weights when its predictor says they
-  are no slower, else it is ``optimize``'s (the JSON's ``optimize`` list says
-  which weights each design kept);
+- ``optimize``: :func:`topokit.optimize` as a user calls it (the default
+  predictor, fastest-mixing weights on the searched design and on NDLF, the
+  faster of the two as predicted), given the class counts of trial 0's
+  partition at that skewness (validate cannot take one topology per trial;
+  trials 1-4 train on other partitions of the same skewness, which the design
+  did not see);
+- ``optimize-lazy-metropolis``, ``optimize-metropolis``: the same with
+  ``mixing="lazy-metropolis"`` (the paper's weights, the search's own design)
+  / ``"metropolis"`` (Metropolis-Hastings weights when its predictor says
+  they are no slower); the JSON's ``optimize`` list says which weights each
+  design kept and whether it is NDLF's links;
 - ``autotag``: :func:`topokit.autotag` with eq. (15), the paper's design;
 - ``ndlf``, ``dlfdp``, ``erg`` (AutoTag's link count, seeded),
   ``exponential`` (:func:`topokit.design.baselines.exponential_graph`, Ying
@@ -48,8 +50,8 @@ as T + 1 rounds (censored: its ratio is a lower bound when the method never
 reaches it, an upper bound when NDLF never does) and is also counted apart.
 Then win rates of each ``optimize`` arm against every method, geometric-mean
 speed-ups over NDLF by skewness, how often each method's design never reaches
-the target, what the weights gain on the same links (``optimize-fastest`` /
-``optimize``, ``optimize-metropolis`` / ``optimize``, ``ndlf-fastest`` /
+the target, what the weights gain (``optimize`` / ``optimize-lazy-metropolis``,
+``optimize-metropolis`` / ``optimize-lazy-metropolis``, ``ndlf-fastest`` /
 ``ndlf``, paired), the issue's goals for each ``optimize`` arm, and the
 Spearman correlation of the default predictor's predicted time with the
 measured one over every run of a setting (never reached ranked slowest),
@@ -80,7 +82,7 @@ network, the topology with its DP devices and weights, its weighting, the
 skewness, the model, the trial seeds, the targets, the training settings, the
 data, topokit's version and what its training code does
 (:func:`predictor_corpus.training_digest`) (not the method: two methods that
-give the same topology, such as ``optimize-fastest`` keeping no weights, train
+give the same topology, such as ``optimize`` keeping NDLF with its weights, train
 once and share the runs).  A later call reuses a topology's runs only under
 the key its inputs give now and trains the rest: an interrupted run resumes, a
 design that changed (say ``optimize``'s after the predictor is refitted) is
@@ -172,14 +174,17 @@ TARGET = 0.88
 ROUNDS = 200
 TRAIN = {"rounds": ROUNDS, "lr": 0.2, "lr_decay": 0.99}
 METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random-best")
-#: optimize arm -> the mixing it is asked for (optimize(mixing=...)).
-OPTIMIZE_ARMS = {"optimize": "lazy-metropolis", "optimize-metropolis": "metropolis",
-                 "optimize-fastest": "fastest"}
-WEIGHTED_METHODS = ("optimize-metropolis", "optimize-fastest", "ndlf-metropolis", "ndlf-fastest")
+#: optimize arm -> the mixing it is asked for (optimize(mixing=...); None: its default).
+OPTIMIZE_ARMS = {"optimize": None, "optimize-lazy-metropolis": "lazy-metropolis",
+                 "optimize-metropolis": "metropolis"}
+#: The other mixing arms (after :data:`METHODS` in the tables).
+MIXING_METHODS = ("optimize-lazy-metropolis", "optimize-metropolis", "ndlf-metropolis",
+                  "ndlf-fastest")
 #: Every method, in the order of the tables; ``--methods`` picks among them.
-ALL_METHODS = (*METHODS, *WEIGHTED_METHODS)
-#: Paired comparisons of the same links with other weights: (weighted, plain).
-MIXING_COMPARISONS = (("optimize-fastest", "optimize"), ("optimize-metropolis", "optimize"),
+ALL_METHODS = (*METHODS, *MIXING_METHODS)
+#: Paired comparisons of a design with weights against one without: (weighted, plain).
+MIXING_COMPARISONS = (("optimize", "optimize-lazy-metropolis"),
+                      ("optimize-metropolis", "optimize-lazy-metropolis"),
                       ("ndlf-metropolis", "ndlf"), ("ndlf-fastest", "ndlf"))
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 20211

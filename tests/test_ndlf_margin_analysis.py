@@ -15,33 +15,48 @@ import ndlf_margin as analysis  # noqa: E402
 
 
 def _times() -> pd.DataFrame:
-    """Two settings x two trials: optimize, NDLF, and their Metropolis-Hastings twins."""
+    """Two settings x two trials: optimize's arms and the NDLF arms with their weights."""
     rows = []
     for network, base in (("a", 100.0), ("b", 200.0)):
         for trial in range(2):
-            for method, factor in (("optimize", 1.1), ("ndlf", 1.0),
-                                   ("optimize-metropolis", 0.8), ("ndlf-metropolis", 0.9)):
+            for method, factor in (("optimize-lazy-metropolis", 1.1), ("ndlf", 1.0),
+                                   ("optimize-metropolis", 0.8), ("ndlf-metropolis", 0.9),
+                                   ("optimize", 0.7), ("ndlf-fastest", 0.75)):
                 time = base * factor + trial
                 rows.append({"network": network, "skewness": 0.0, "model": "logreg",
                              "trial": trial, "method": method, "time": time, "censored": time})
     return pd.DataFrame(rows)
 
 
-def test_gain_counts_only_when_ndlf_is_the_fastest_reference():
-    assert analysis._gain({"ndlf": 110.0, "autotag": 120.0}, 100.0) == pytest.approx(1.1)
-    assert analysis._gain({"ndlf": 110.0, "autotag": 109.0}, 100.0) == np.inf
+def _decision(gain, kept=False):
+    return {"margin": 1.0, "kept_ndlf": kept, "predicted_gain": gain, "ndlf_weights": "x"}
 
 
-def test_benchmark_entries_of_other_arms_are_ignored():
+def test_gain_counts_only_when_ndlf_is_no_slower_than_every_reference():
+    starts = {"ndlf": 110.0, "autotag": 120.0}
+    assert analysis._gain(starts, 100.0, _decision(1.1)) == pytest.approx(1.1)
+    # NDLF with weights, predicted 115: slower than no reference, so it could be kept
+    assert analysis._gain({"ndlf": 130.0, "autotag": 120.0}, 100.0,
+                          _decision(1.15)) == pytest.approx(1.15)
+    assert analysis._gain({"ndlf": 130.0, "autotag": 109.0}, 100.0, _decision(1.1)) == np.inf
+    # kept already (gain < 1 at margin 1.0): the predicted time is NDLF's own
+    assert analysis._gain(starts, 100.0, _decision(0.9, kept=True)) == pytest.approx(0.9)
+    assert analysis._gain(starts, 100.0, _decision(None)) == np.inf  # NDLF no start
+
+
+def test_gains_are_read_for_the_arm_judged():
     entry = {"network": "a", "skewness": 0.0, "start_times": {"ndlf": 105.0},
              "predicted_time": 100.0}
-    gains = analysis.predicted_gains({"optimize": [
-        {**entry, "method": "optimize"}, {**entry, "method": "optimize-fastest",
-                                          "predicted_time": 50.0}]})
-    assert gains["gain"].tolist() == [pytest.approx(1.05)]
+    benchmark = {"optimize": [
+        {**entry, "method": "optimize-lazy-metropolis", "ndlf_margin": _decision(1.05)},
+        {**entry, "method": "optimize", "predicted_time": 50.0, "ndlf_margin": _decision(2.0)}]}
+    assert analysis.predicted_gains(benchmark)["gain"].tolist() == [pytest.approx(2.0)]
+    assert analysis.predicted_gains(benchmark, "optimize-lazy-metropolis")["gain"].tolist() == [
+        pytest.approx(1.05)]
 
 
-@pytest.mark.parametrize(("arm", "fallback"), [("optimize", "ndlf"),
+@pytest.mark.parametrize(("arm", "fallback"), [("optimize", "ndlf-fastest"),
+                                               ("optimize-lazy-metropolis", "ndlf"),
                                                ("optimize-metropolis", "ndlf-metropolis")])
 def test_where_the_gain_is_below_the_margin_the_arm_gets_its_ndlf_arm_s_runs(arm, fallback):
     times = _times()

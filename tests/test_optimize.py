@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 import topokit
-from topokit import Topology, evaluate, load_example, optimize, predict_topology
+from topokit import (
+    Topology,
+    evaluate,
+    fastest_mixing_topology,
+    load_example,
+    optimize,
+    predict_topology,
+)
 from topokit._random import keyed_seed
 from topokit.design.baselines import dlfdp, erg, ndlf, optimum
 from topokit.design.features import topology_features
@@ -218,32 +225,45 @@ def test_validate_spec_optimize_and_feature_columns():
 def test_ndlf_is_kept_unless_the_design_is_clearly_faster():
     # siot32 with IID data: the search's design is predicted about 3 % faster than NDLF.
     net = load_example("siot32")
-    searched = optimize(net, seed=0, ndlf_margin=1.0)
-    kept = optimize(net, seed=0)
+    searched = optimize(net, seed=0, ndlf_margin=1.0, mixing="lazy-metropolis")
+    kept = optimize(net, seed=0, mixing="lazy-metropolis")
     gain = searched.stats["start_times"]["ndlf"] / searched.metrics.pseudo_time
     assert 1.0 < gain < 1.12
     assert searched.stats["ndlf_margin"] == {"margin": 1.0, "kept_ndlf": False,
-                                             "predicted_gain": pytest.approx(gain, rel=1e-12)}
+                                             "predicted_gain": pytest.approx(gain, rel=1e-12),
+                                             "ndlf_weights": "lazy-metropolis"}
     assert kept.stats["ndlf_margin"]["kept_ndlf"] is True
     social = ndlf(net)
     assert kept.topology == social and not kept.topology.dp_devices
     assert kept.metrics.pseudo_time == pytest.approx(evaluate(
         net, social, load_predictor("default")).pseudo_time, rel=1e-12)
     # Just below the gain, the searched design is kept: the margin is the only switch.
-    assert optimize(net, seed=0, ndlf_margin=gain * (1 - 1e-9)).topology == searched.topology
+    assert optimize(net, seed=0, ndlf_margin=gain * (1 - 1e-9),
+                    mixing="lazy-metropolis").topology == searched.topology
 
 
 def test_ndlf_is_not_kept_when_another_reference_is_predicted_faster(skewed):
     net, counts, design = skewed
     times = design.stats["start_times"]
     assert min(times, key=times.get) != "ndlf"  # this skewed network's fastest start
-    wide = optimize(net, class_counts=counts, seed=3, ndlf_margin=1e6)
+    plain = optimize(net, class_counts=counts, seed=3, mixing="lazy-metropolis")
+    wide = optimize(net, class_counts=counts, seed=3, ndlf_margin=1e6, mixing="lazy-metropolis")
+    # Keeping NDLF would break optimize's promise never to be predicted slower than DLFDP,
+    # ERG or AutoTag, whatever the margin.
     assert wide.stats["ndlf_margin"]["kept_ndlf"] is False
-    assert wide.topology == design.topology
+    assert wide.topology == plain.topology
+    # With the default fastest-mixing weights NDLF may be kept, only where its weighted
+    # version is predicted no slower than every reference design.
+    weighted = optimize(net, class_counts=counts, seed=3, ndlf_margin=1e6)
+    assert weighted.stats["ndlf_margin"]["kept_ndlf"] is True
+    assert weighted.topology == fastest_mixing_topology(ndlf(net), net, seed=keyed_seed(3, 2))
+    assert weighted.metrics.pseudo_time <= min(times.values())
 
 
 def test_the_margin_defaults_to_none_for_the_paper_predictor():
     net = load_example("siot16")
     paper = optimize(net, predictor="paper", seed=0)
     assert paper.stats["ndlf_margin"]["margin"] == 1.0
-    assert optimize(net, seed=0).stats["ndlf_margin"]["margin"] == 1.12
+    assert paper.topology.weights is None  # eq. (15) keeps the paper's weights
+    assert optimize(net, seed=0).stats["ndlf_margin"]["margin"] == 1.0  # fastest mixing
+    assert optimize(net, seed=0, mixing="lazy-metropolis").stats["ndlf_margin"]["margin"] == 1.12

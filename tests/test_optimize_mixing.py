@@ -1,4 +1,5 @@
-"""optimize(mixing="fastest"): fastest-mixing weights on the chosen links (issue 17, part 3)."""
+"""optimize(mixing=...): fastest-mixing (the default) or other weights on the chosen links
+(issue 17, part 3)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from topokit import evaluate, fastest_mixing_topology, load_example, optimize
+from topokit import (
+    Topology,
+    evaluate,
+    fastest_mixing_topology,
+    load_example,
+    load_predictor,
+    optimize,
+)
 from topokit._random import keyed_seed
 from topokit.cli import app
+from topokit.design.baselines import ndlf
 from topokit.errors import InvalidInputError
 from topokit.kernels import metropolis, spectral_gap
 
@@ -18,19 +27,42 @@ from topokit.kernels import metropolis, spectral_gap
 @pytest.fixture(scope="module")
 def designs():
     net = load_example("siot16")
-    return net, optimize(net, seed=0), optimize(net, seed=0, mixing="fastest")
+    return (net, optimize(net, seed=0, mixing="lazy-metropolis", ndlf_margin=1.0),
+            optimize(net, seed=0, mixing="fastest"))
 
 
-def test_the_weighted_design_is_the_plain_one_with_fastest_mixing_weights(designs):
+def _fastest(topology, net):
+    # optimize seeds the weights' solver from its own seed (keyed_seed(seed, 2)).
+    return fastest_mixing_topology(topology, net, seed=keyed_seed(0, 2))
+
+
+def test_the_weighted_design_is_the_faster_of_the_search_and_ndlf_both_weighted(designs):
     net, plain, weighted = designs
     assert plain.topology.weights is None and "mixing" not in plain.stats
     assert weighted.stats["mixing"]["weights"] == "fastest"
-    # The search is the same, so the links are plain's; optimize seeds the weights'
-    # solver from its own seed (keyed_seed(seed, 2)).
-    expected = fastest_mixing_topology(plain.topology, net, seed=keyed_seed(0, 2))
+    # The search is the same; its design and the social graph both get the weights, and
+    # the margin (1.0 with fastest-mixing weights) keeps the one predicted faster.
+    predictor = load_predictor("default")
+    searched, social = _fastest(plain.topology, net), _fastest(ndlf(net), net)
+    times = {name: evaluate(net, topology, predictor).pseudo_time
+             for name, topology in (("searched", searched), ("ndlf", social))}
+    margin = weighted.stats["ndlf_margin"]
+    assert margin["margin"] == 1.0 and margin["ndlf_weights"] == "fastest"
+    assert margin["predicted_gain"] == pytest.approx(times["ndlf"] / times["searched"],
+                                                     rel=1e-9)
+    expected = social if margin["kept_ndlf"] else searched
+    assert margin["kept_ndlf"] == (times["ndlf"] <= times["searched"])
     assert weighted.topology.edges == expected.edges
-    assert weighted.topology.dp_devices == plain.topology.dp_devices
+    assert weighted.topology.dp_devices == expected.dp_devices
     np.testing.assert_allclose(weighted.topology.weights, expected.weights, rtol=1e-9, atol=1e-12)
+    assert weighted.metrics.pseudo_time == pytest.approx(min(times.values()), rel=1e-9)
+
+
+def test_fastest_weights_are_the_default_with_a_fitted_predictor(designs):
+    net, _, weighted = designs
+    assert optimize(net, seed=0).topology == weighted.topology
+    paper = optimize(net, seed=0, predictor="paper")
+    assert paper.topology.weights is None and "mixing" not in paper.stats
 
 
 def test_it_mixes_faster_and_is_predicted_no_slower(designs):
@@ -40,8 +72,11 @@ def test_it_mixes_faster_and_is_predicted_no_slower(designs):
     assert weighted.metrics.spectral_gap == pytest.approx(gap, rel=1e-9)
     assert weighted.metrics.pseudo_time <= plain.metrics.pseudo_time * (1 + 1e-9)
     info = weighted.stats["mixing"]
-    assert info["predicted_time_lazy_metropolis"] == pytest.approx(plain.metrics.pseudo_time)
-    assert info["links_dropped"] == plain.topology.n_links - weighted.topology.n_links
+    unweighted = Topology(weighted.topology.edges, weighted.topology.dp_devices)
+    links = plain.topology if not weighted.stats["ndlf_margin"]["kept_ndlf"] else ndlf(net)
+    assert info["predicted_time_lazy_metropolis"] == pytest.approx(
+        evaluate(net, links, load_predictor("default")).pseudo_time, rel=1e-9)
+    assert info["links_dropped"] == links.n_links - unweighted.n_links
 
 
 def test_unknown_mixing_is_refused():
@@ -69,6 +104,9 @@ def test_metropolis_hastings_weights_are_the_kernels(designs):
     design = optimize(net, seed=0, mixing="metropolis")
     assert design.stats["mixing"]["links_dropped"] == 0
     assert design.stats["mixing"]["weights"] == "metropolis"  # predicted faster on siot16
+    assert design.stats["ndlf_margin"]["margin"] == 1.02
+    links = Topology(design.topology.edges, design.topology.dp_devices)
+    assert links in (plain.topology, ndlf(net))
     np.testing.assert_array_equal(design.topology.mixing_matrix(net.nodes),
-                                  metropolis(plain.topology.graph(net.nodes)))
+                                  metropolis(links.graph(net.nodes)))
     assert design.metrics.pseudo_time <= plain.metrics.pseudo_time * (1 + 1e-9)

@@ -143,7 +143,10 @@ def test_design_under_a_stranger_bound_shows_the_design_at_its_noise():
     record = json.loads(result.stdout)  # the warning goes to stderr
     bound = record["stats"]["stranger_bound"]
     assert bound["max_stranger_mu"] == 0.2 and bound["audit_rounds"] == 20
-    chosen = Topology(record["topology"]["edges"], record["topology"]["dp_devices"])
+    saved = record["topology"]
+    chosen = Topology(saved["edges"], saved["dp_devices"], saved["weights"])
+    # optimize's default fastest-mixing weights, when kept, change what the gossip leaks.
+    assert (saved["weights"] is not None) == (record["stats"]["mixing"]["weights"] == "fastest")
     exposed, worst = _stranger_summary(net, chosen, 20, bound["noise_multiplier"])
     column = record["baselines"]["optimize"]
     assert column["exposed_stranger_pairs"] == exposed == 0

@@ -231,10 +231,11 @@ def design(
         help="--method optimize: no stranger pair may have mu above this in the privacy audit "
              "over --audit-rounds rounds; DP devices add the noise that needs."),
     mixing: str = typer.Option(
-        "lazy-metropolis", "--mixing",
+        None, "--mixing",
         help="--method optimize: lazy-metropolis (the paper's weights), metropolis "
              "(Metropolis-Hastings) or fastest (Boyd-Diaconis-Xiao fastest-mixing weights), "
-             "on the chosen links when predicted no slower."),
+             "on the chosen links when predicted no slower [default: fastest; "
+             "lazy-metropolis with --predictor paper]."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     audit_model: str = AuditModelOpt,
@@ -362,11 +363,13 @@ def _check_stranger_bound(method: str, max_stranger_mu: float | None,
         raise InvalidInputError("--max-stranger-mu needs the audit: give --audit-rounds >= 1")
 
 
-def _check_mixing(method: str, mixing: str) -> None:
-    """--mixing: a known weighting, and only where optimize chooses it."""
+def _check_mixing(method: str, mixing: str | None) -> None:
+    """--mixing: a known weighting, and only where optimize chooses it (None: its default)."""
     from .._checks import check_choice
     from ..design._optimize import MIXING
 
+    if mixing is None:
+        return
     check_choice(mixing, "--mixing", MIXING)
     if mixing != "lazy-metropolis" and method != "optimize":
         raise InvalidInputError("--mixing applies to --method optimize only; drop it")
@@ -385,7 +388,7 @@ def _checked_ndlf_margin(method: str, margin: float | None) -> float | None:
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
-               audit_model: str = "gossip", mixing: str = "lazy-metropolis",
+               audit_model: str = "gossip", mixing: str | None = None,
                per_device_noise: bool = True, ndlf_margin: float | None = None):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
@@ -399,6 +402,16 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}
+
+
+def _kept_ndlf(margin: dict) -> str:
+    """Why optimize's result is NDLF (``stats["ndlf_margin"]`` with ``kept_ndlf``)."""
+    gain, weights = margin["predicted_gain"], margin["ndlf_weights"]
+    if gain < 1.0:
+        return (f"kept NDLF ({weights} weights): predicted {1 / gain:.4f}x faster than the "
+                "searched design with them")
+    return (f"kept NDLF ({weights} weights): the searched design was predicted only "
+            f"{gain:.4f}x faster, below --ndlf-margin {margin['margin']:g}")
 
 
 def _print_design(net, network, method: str, chosen, columns: dict) -> None:
@@ -424,9 +437,7 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     console.print(f"DP devices: {dp}")
     margin = chosen.stats.get("ndlf_margin")
     if margin is not None and margin["kept_ndlf"]:
-        console.print(f"kept NDLF: the searched design was predicted only "
-                      f"{margin['predicted_gain']:.3f}x faster, below --ndlf-margin "
-                      f"{margin['margin']:g}", soft_wrap=True)
+        console.print(_kept_ndlf(margin), soft_wrap=True)
     mixing = chosen.stats.get("mixing")
     if mixing is not None:
         kept = mixing["weights"] != "lazy-metropolis"
