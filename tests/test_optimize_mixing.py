@@ -16,10 +16,12 @@ from topokit import (
     load_example,
     load_predictor,
     optimize,
+    privacy_audit,
 )
 from topokit._random import keyed_seed
 from topokit.cli import app
 from topokit.design.baselines import ndlf
+from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
 from topokit.kernels import metropolis, spectral_gap
 
@@ -110,3 +112,18 @@ def test_metropolis_hastings_weights_are_the_kernels(designs):
     np.testing.assert_array_equal(design.topology.mixing_matrix(net.nodes),
                                   metropolis(links.graph(net.nodes)))
     assert design.metrics.pseudo_time <= plain.metrics.pseudo_time * (1 + 1e-9)
+
+
+def test_weights_that_expose_a_stranger_under_a_bound_are_not_kept():
+    # Fastest-mixing weights can leave a device no self-weight, so that a stranger reads a
+    # value through them: no noise meets the bound, and the Lazy-Metropolis design stays.
+    net = siot(10, seed=1)
+    options = {"seed": 0, "max_stranger_mu": 0.25, "audit_rounds": 3}
+    plain = optimize(net, mixing="lazy-metropolis", **options)
+    design = optimize(net, **options)
+    assert design.stats["mixing"]["weights"] == "lazy-metropolis"
+    assert design.stats["mixing"]["predicted_time_fastest"] is None  # infeasible, not scored
+    assert design.topology == plain.topology and design.topology.weights is None
+    weighted = fastest_mixing_topology(plain.topology, net, seed=keyed_seed(0, 2))
+    exposed = privacy_audit(net, weighted, rounds=3).summary()["exposed_stranger_pairs"]
+    assert exposed > 0

@@ -1011,14 +1011,16 @@ def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate
     weighted = _weighted(plain, objective.net, mixing, seed)
     matrix = weighted.mixing_matrix(objective.net.nodes)
     changed = objective.state(weighted)
-    settings, need = None, None
+    scored, need = None, None
     if objective.bound is not None:
         need = required_noise_of_arrays(changed.adjacency.astype(np.float64),
                                         objective.dp_mask(changed), objective.social,
                                         objective.bound, weights=csr_matrix(matrix))
+    if need is None:
+        scored = objective.score(changed, None, matrix)
+    elif need.feasible:  # else the weighted gossip exposes a stranger pair: no noise helps
         settings = replace(objective.settings, noise_multiplier=need.noise_multiplier)
-    scored = None if need is not None and not need.feasible else objective.score(
-        changed, settings, matrix)._replace(noise=need)
+        scored = objective.score(changed, settings, matrix)._replace(noise=need)
     kept = (scored is not None and not score.better_than(scored)
             and bool(np.all(scored.features <= bound)))
     stats = {"weights": mixing if kept else "lazy-metropolis",
