@@ -106,16 +106,44 @@ def test_validate_records_the_audit_with_each_runs_noise(validated):
     dp = dlfdp(net)
     row = frame.loc["dlfdp"]
     assert row["exposed_stranger_pairs"] == 0
-    # Each DP device's training noise multiplier is its z in the audit (units of sensitivity).
+    # Each DP device's training noise multiplier is its z in the audit, and the sensitivity
+    # its noise was calibrated to its Delta (here every device holds >= 64 examples, so
+    # all Delta are 2 C / 64 and the audit is the unit one).
     run_ = train(net, dp, *_digits(), seed=int(row["seed"]), rounds=3, lr=0.5)
     noise = {node: z for node, z in run_.noise_multiplier.items() if z is not None}
     _, worst = _stranger_summary(net, dp, 25, noise)
+    assert np.all(run_.sensitivity == run_.sensitivity[0])
     assert row["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
     ndlf_row = frame.loc["ndlf"]
     assert ndlf_row["exposed_stranger_pairs"] == 16 and math.isnan(ndlf_row["stranger_mu_max"])
     summary = result.summary().set_index("topology")
     assert summary.loc["dlfdp", "stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
     assert result.config["audit_rounds"] == 25
+
+
+def test_validate_audits_in_each_device_s_own_sensitivity():
+    # A batch larger than every device's data: B_i = |D_i| differ (299 or 300 examples),
+    # so each DP device's noise is z 2 C / |D_i| and the audit counts it so; the devices
+    # that add no noise are audited as if they clipped the same way.
+    net = load_example("toy")
+    topology = net.topology  # Fig. 2(b): C, D and E are DP
+    frame = validate(net, {"stored": topology}, trials=1, rounds=2, lr=0.5, targets=(0.5,),
+                     audit_rounds=10, batch_size=1000).frame
+    row = frame.iloc[0]
+    run_ = train(net, topology, *_digits(), seed=int(row["seed"]), rounds=2, lr=0.5,
+                 batch_size=1000)
+    assert len(set(run_.partition_sizes)) > 1
+    deltas = {node: 2 * 1.0 / size for node, size in zip(run_.nodes, run_.partition_sizes,
+                                                          strict=True)}  # 2 C / B_i, C = 1
+    for node, reported in zip(run_.nodes, run_.sensitivity, strict=True):
+        if node in topology.dp_devices:  # what training calibrated its noise to
+            assert reported == pytest.approx(deltas[node], rel=1e-12)
+    noise = {node: z for node, z in run_.noise_multiplier.items() if z is not None}
+    audit = privacy_audit(net, topology, rounds=10, noise_multiplier=noise, sensitivity=deltas)
+    assert row["stranger_mu_max"] == pytest.approx(audit.summary()["stranger_mu_max"],
+                                                   rel=1e-12)
+    _, unit = _stranger_summary(net, topology, 10, noise)
+    assert abs(row["stranger_mu_max"] / unit - 1) > 1e-4  # the units matter here
 
 
 def _digits():

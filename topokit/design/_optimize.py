@@ -527,7 +527,11 @@ def optimize(
         exposed, and every DP device adds the noise multiplier z* the bound
         needs (at least the predictor's), which the predicted time counts
         (module notes, step 4).  Needs a predictor that knows DP noise (a
-        :class:`TrainingTimePredictor`, such as ``"default"``).
+        :class:`TrainingTimePredictor`, such as ``"default"``).  The audit is in
+        units of a common sensitivity: it holds for D-SGD training when every
+        device's expected batch min(B, |D_i|) is the same (every device holds at
+        least B examples); otherwise audit the run with each device's
+        ``TrainingRun.sensitivity`` (``privacy_audit(..., sensitivity=...)``).
     audit_rounds : int >= 1, default 50
         T of that audit.
     audit_model : {"gossip", "dsgd"}, default "gossip"

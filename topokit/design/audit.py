@@ -168,6 +168,10 @@ class PrivacyAudit:
         same unit change every round), a lower bound of the exact loss, which
         lies in [mu_lower, mu]; equal to ``mu`` where the bound is tight
         (:attr:`tight`).  None for gossip, where ``mu`` is exact.
+    sensitivity : ndarray of shape (n,) or None
+        Delta_i of every device, when the audit was given distinct ones
+        (device j's noise std is then z_j Delta_j); None when every device has
+        the same one (mu does not depend on a common value).
     """
 
     mu: NDArray[np.float64]
@@ -181,6 +185,7 @@ class PrivacyAudit:
     observers: tuple[Hashable, ...] = ()
     model: str = "gossip"
     mu_lower: NDArray[np.float64] | None = None
+    sensitivity: NDArray[np.float64] | None = None
 
     @property
     def audited(self) -> NDArray[np.bool_]:
@@ -304,6 +309,7 @@ class PrivacyAudit:
             "model": self.model,
             "rounds": self.rounds,
             "noise_multiplier": self.noise,
+            "sensitivity": self.sensitivity,
             "observer_knows_own_noise": self.observer_knows_own_noise,
             "observers": list(self.observers),
             "topology": self.topology.to_dict(),
@@ -402,6 +408,31 @@ def _noise_vector(net: Network, topology: Topology, noise_multiplier: Any) -> ND
     return noise
 
 
+def _sensitivity_vector(net: Network, sensitivity: Any) -> NDArray | None:
+    """Delta_i of every device, in node order; None when every device has the same one
+    (mu is scale-free, so a common value is the unit audit)."""
+    if isinstance(sensitivity, Mapping):
+        unknown = [node for node in sensitivity if node not in net.index]
+        if unknown:
+            raise NodeNotFoundError(
+                f"sensitivity names device {unknown[0]!r}, which is not in the network")
+        missing = [node for node in net.nodes if node not in sensitivity]
+        if missing:
+            raise InvalidInputError(
+                f"sensitivity has no entry for device {missing[0]!r}; give every device its "
+                "Delta (or one number for all)")
+        values = np.array([check_real(sensitivity[node], f"sensitivity[{node!r}]", low=0,
+                                      closed="neither") for node in net.nodes])
+        return None if np.all(values == values[0]) else values
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity,
+                                                       (Real, np.floating, np.integer)):
+        raise InvalidInputError(
+            "sensitivity must be a number > 0 or a mapping device -> number; got "
+            f"{_brief(sensitivity)}")
+    check_real(sensitivity, "sensitivity", low=0, closed="neither")
+    return None
+
+
 def _check_observers(net: Network, observers: Any) -> list[int]:
     """Indices of the observers to audit (all by default), in node order."""
     if observers is None:
@@ -494,6 +525,7 @@ def privacy_audit(
     model: str = "gossip",
     n_jobs: int = 1,
     progress: Callable[[int, int], Any] | None = None,
+    sensitivity: float | Mapping[Hashable, float] = 1.0,
 ) -> PrivacyAudit:
     """Audit what every device's view of the gossip reveals of every other's private value.
 
@@ -530,6 +562,18 @@ def privacy_audit(
         while the audit runs (threadpoolctl).
     progress : callable(done, total), optional
         Called after each observer.
+    sensitivity : float > 0 or mapping device -> float > 0, default 1.0
+        Delta_i, how far one device's private value (gossip) or per-round
+        contribution (D-SGD) can move, in the units of the noise: device j's
+        noise then has std z_j Delta_j, and mu_ik is Delta_i times the mu of
+        unit values under the noise multipliers z_j Delta_j (exact: mu is
+        linear in the shift and 1 / scale in the noise).  One number for all
+        devices changes nothing (mu is scale-free).  Distinct values are what
+        D-SGD training gives when the devices' expected batches differ: a
+        clipping DP device's Delta_i = 2 eta C (1 / min(B, |D_i|) + K - 1)
+        (``TrainingRun.sensitivity``), so a device with a small dataset adds
+        more noise, and protects the others more, than one with a large one.
+        A mapping must name every device.
 
     Returns
     -------
@@ -539,10 +583,13 @@ def privacy_audit(
     ------
     InvalidInputError
         ``rounds`` < 1, a negative, NaN or infinite noise multiplier, a
-        mapping without a DP device, an invalid ``delta`` or ``n_jobs``, or an
-        audit too large for this machine's memory (checked before allocating).
+        mapping without a DP device, a sensitivity that is not finite and > 0
+        or a mapping of them without every device, an invalid ``delta`` or
+        ``n_jobs``, or an audit too large for this machine's memory (checked
+        before allocating).
     NodeNotFoundError
-        A device of ``noise_multiplier`` or ``observers`` not in the network.
+        A device of ``noise_multiplier``, ``sensitivity`` or ``observers`` not
+        in the network.
     InvalidTopologyError
         A topology that breaks a DeepPrivacy rule on ``net``.
 
@@ -578,12 +625,26 @@ def privacy_audit(
     >>> privacy_audit(toy, rounds=30, observer_knows_own_noise=False).summary()[
     ...     "exposed_stranger_pairs"]
     2
+
+    Sensitivities: a common one changes nothing; with D's twice the others', D's
+    values are twice as exposed to the noise, and D's own noise protects twice as much:
+
+    >>> same = privacy_audit(toy, rounds=30, sensitivity=0.05)
+    >>> bool(np.allclose(same.mu, audit.mu, equal_nan=True))
+    True
+    >>> heavy = privacy_audit(toy, rounds=30, sensitivity={
+    ...     node: 2.0 if node == "D" else 1.0 for node in toy.nodes})
+    >>> d = toy.nodes.index("D")
+    >>> scaled = privacy_audit(toy, rounds=30, noise_multiplier={"C": 1, "D": 2, "E": 1})
+    >>> bool(np.allclose(heavy.mu[d], 2 * scaled.mu[d], equal_nan=True))
+    True
     """
     from .._jobs import check_n_jobs
 
     topology = _check_network(net, topology)
     rounds = check_int(rounds, "rounds", low=1)
     noise = _noise_vector(net, topology, noise_multiplier)
+    scale = _sensitivity_vector(net, sensitivity)
     if delta is not None:
         delta = check_real(delta, "delta", low=0, high=1, closed="neither")
     chosen = _check_observers(net, observers)
@@ -593,20 +654,23 @@ def privacy_audit(
     model = check_choice(model, "model", kernels.MODELS)
     threads = _thread_count(check_n_jobs(n_jobs), len(chosen))
     _check_memory(net.n_devices, rounds)
-    problem = _problem(net, topology, noise, rounds, bool(observer_knows_own_noise), model)
+    # In units of each owner's own sensitivity: noise std z_j Delta_j, then rows times Delta_i.
+    problem = _problem(net, topology, noise if scale is None else noise * scale, rounds,
+                       bool(observer_knows_own_noise), model)
     _check_memory(net.n_devices, rounds, problem, chosen, threads)
     mu = np.full((net.n_devices, net.n_devices), np.nan)
     lower = mu.copy() if model == "dsgd" else None
     for k, (column, column_lower) in _columns(problem, chosen, threads, progress).items():
-        mu[:, k] = column
+        mu[:, k] = column if scale is None else column * scale
         if lower is not None:
-            lower[:, k] = column_lower
+            lower[:, k] = column_lower if scale is None else column_lower * scale
     social = net.social_adjacency.astype(bool)
-    for array in (mu, noise, social, lower):
+    for array in (mu, noise, social, lower, scale):
         if array is not None:
             array.flags.writeable = False
     return PrivacyAudit(
         mu=mu, nodes=tuple(net.nodes), rounds=rounds, noise=noise, social=social,
         topology=topology, delta=delta, observer_knows_own_noise=bool(observer_knows_own_noise),
         observers=tuple(net.nodes[k] for k in chosen), model=model, mu_lower=lower,
+        sensitivity=scale,
     )

@@ -33,7 +33,7 @@ import hashlib
 import inspect
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -360,20 +360,44 @@ def _stranger_audit(piece: _Piece, run) -> dict[str, float]:
     """What strangers learn of the run's topology: the privacy audit's stranger summary.
 
     Linear gossip of one private value over ``piece.audit_rounds`` rounds, each
-    DP device with the noise multiplier it trained with (z in units of its
-    sensitivity).  NaN when the audit is off (``audit_rounds=0``) or the noise
-    depended on the data (``sensitivity="paper"``): no z describes it.  The
-    worst finite mu is NaN when every stranger pair is exposed.
+    DP device with the noise multiplier it trained with and each device with the
+    sensitivity of its clipped update (:func:`_run_sensitivity`): a device with
+    fewer examples than the batch size adds more noise.  NaN when the audit is
+    off (``audit_rounds=0``) or the noise depended on the data
+    (``sensitivity="paper"``): no z describes it.  The worst finite mu is NaN
+    when every stranger pair is exposed.
     """
     dp = run.config.get("dp") or {}
     if piece.audit_rounds == 0 or (run.dp_devices and dp.get("sensitivity") != "clipped"):
         return {"exposed_stranger_pairs": np.nan, "stranger_mu_max": np.nan}
     noise = {node: z for node, z in run.noise_multiplier.items() if z is not None}
     summary = privacy_audit(piece.net, piece.topology, rounds=piece.audit_rounds,
-                            noise_multiplier=noise).summary()
+                            noise_multiplier=noise, sensitivity=_run_sensitivity(run)
+                            ).summary()
     worst = summary["stranger_mu_max"]
     return {"exposed_stranger_pairs": float(summary["exposed_stranger_pairs"]),
             "stranger_mu_max": np.nan if worst is None else float(worst)}
+
+
+def _run_sensitivity(run) -> dict[Hashable, float] | float:
+    """Every device's Delta_i per unit step, as D-SGD with clipping gives it.
+
+    2 C (1 / min(B, |D_i|) + K - 1) (:func:`topokit.training.privacy.clipped_sensitivity`):
+    what the run's DP devices calibrated their noise to (``run.sensitivity``); the other
+    devices do not clip, and get the value they would have if they did, so that their
+    rows of the audit are the gossip model's in the same units (a model statement, not a
+    guarantee: an unclipped update is unbounded).  1.0 without DP (no noise: mu is 0 or inf
+    whatever the units).
+    """
+    from ..training.privacy import clipped_sensitivity
+
+    dp = run.config.get("dp") or {}
+    if not run.dp_devices:
+        return 1.0
+    batches = np.minimum(int(run.config["batch_size"]), np.asarray(run.partition_sizes))
+    deltas = clipped_sensitivity(1.0, float(dp["max_grad_norm"]), batches.astype(float),
+                                 int(run.config["local_steps"]))
+    return dict(zip(run.nodes, (float(value) for value in deltas), strict=True))
 
 
 def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
