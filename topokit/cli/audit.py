@@ -37,15 +37,32 @@ def _topology(net, path: Path | None):
             "NDLF (the social graph, no DP device): the network stores no topology")
 
 
-def _check_options(rounds: int, noise_multiplier: float, delta: float | None, n_jobs: int,
-                   plot: Path | None, model: str) -> None:
+def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[object, str]:
+    """--noise-multiplier, or the per-device levels of a design file when it is not given."""
+    if noise_multiplier is not None:
+        return noise_multiplier, f"z = {noise_multiplier:g}"
+    if path is not None:
+        from ..design.network import load_noise_multipliers, load_topology
+
+        load_topology(path)  # a malformed file is reported as a topology first
+        levels = load_noise_multipliers(path, net)
+        if levels is not None:
+            spread = sorted(set(levels.values()))
+            return levels, (f"z per DP device from the design ({spread[0]:g}-{spread[-1]:g})"
+                            if len(spread) > 1 else f"z = {spread[0]:g} (the design's)")
+    return 1.0, "z = 1"
+
+
+def _check_options(rounds: int, noise_multiplier: float | None, delta: float | None,
+                   n_jobs: int, plot: Path | None, model: str) -> None:
     """Every option, named as the user wrote it, before any work."""
     from .._checks import check_choice, check_int, check_real
     from ..design._audit_kernels import MODELS
 
     check_choice(model, "--model", MODELS)
     check_int(rounds, "--rounds", low=1)
-    check_real(noise_multiplier, "--noise-multiplier", low=0)
+    if noise_multiplier is not None:
+        check_real(noise_multiplier, "--noise-multiplier", low=0)
     if delta is not None:
         check_real(delta, "--delta", low=0, high=1, closed="neither")
     check_jobs_option(n_jobs)
@@ -62,7 +79,9 @@ def audit_command(
              "(default: the topology stored with the network, else NDLF)."),
     rounds: int = typer.Option(..., "--rounds", "-T", help="Rounds of gossip the observers watch."),
     noise_multiplier: float = typer.Option(
-        1.0, "--noise-multiplier", "-z", help="Noise multiplier z of every DP device."),
+        None, "--noise-multiplier", "-z",
+        help="Noise multiplier z of every DP device [default: each DP device's own level "
+             "when --topology is a design made under --max-stranger-mu, else 1]."),
     delta: float = typer.Option(None, "--delta", help="Also report epsilon at this delta."),
     knows_own_noise: bool = typer.Option(
         True, "--observer-knows-own-noise/--eavesdropper",
@@ -94,8 +113,9 @@ def audit_command(
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
     net = resolve_network(network, example)
     chosen, source = _topology(net, topology)
+    noise, noise_text = _noise(net, topology, noise_multiplier)
     with reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
-        audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise_multiplier,
+        audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise,
                               delta=delta, observer_knows_own_noise=knows_own_noise,
                               model=model, n_jobs=n_jobs, progress=report)
     if plot is not None:
@@ -110,7 +130,7 @@ def audit_command(
                 else "eavesdroppers on the links into each device")
     console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
                   f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
-                  f"{AUDIT_MODEL_TEXT[model]}, T = {rounds} rounds, z = {noise_multiplier:g}; "
+                  f"{AUDIT_MODEL_TEXT[model]}, T = {rounds} rounds, {noise_text}; "
                   f"observers: {observer}", soft_wrap=True)
     console.print(metrics_table("privacy audit", {"audit": audit.summary()}))
     if plot is not None:

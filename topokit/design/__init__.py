@@ -50,7 +50,15 @@ from ._optimize import optimize
 from .examples import list_examples, load_example
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .metrics import Metrics, evaluate
-from .network import Network, Topology, load_network, load_topology, save_network, save_topology
+from .network import (
+    Network,
+    Topology,
+    load_network,
+    load_noise_multipliers,
+    load_topology,
+    save_network,
+    save_topology,
+)
 from .predictor import GlobalIteratePredictor
 from .time_predictor import TrainingTimePredictor, load_predictor, predict_topology
 
@@ -72,6 +80,7 @@ __all__ = [
     "load_network",
     "save_network",
     "load_topology",
+    "load_noise_multipliers",
     "save_topology",
     "load_example",
     "list_examples",

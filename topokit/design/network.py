@@ -36,7 +36,8 @@ from ..errors import (
 )
 from . import physical
 
-__all__ = ["Network", "Topology", "load_network", "save_network", "load_topology", "save_topology"]
+__all__ = ["Network", "Topology", "load_network", "save_network", "load_topology", "save_topology",
+           "load_noise_multipliers"]
 
 FORMAT_VERSION = 1
 #: File suffixes of networks: node-link JSON and GraphML.
@@ -1286,6 +1287,80 @@ def load_topology(path: str | Path) -> Topology:
         return Topology.from_dict(data)
     except InvalidInputError as exc:
         raise InputFileError(f"{path}: {exc}") from None
+
+
+def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, float] | None:
+    """The per-device noise multipliers a design file records, keyed by ``net``'s devices.
+
+    :func:`topokit.optimize` under ``max_stranger_mu`` chooses each DP device's
+    own level (``stats["stranger_bound"]["noise_multipliers"]``); a design file
+    written by ``topokit design -o`` stores them with JSON's string keys.  This
+    maps them back to the network's node ids, for
+    ``DPConfig(noise_multiplier=...)`` and ``privacy_audit(noise_multiplier=...)``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A design JSON (``topokit design -o``).
+    net : Network
+        The network it was designed for.
+
+    Returns
+    -------
+    dict or None
+        device -> z; None when the file records no per-device levels (a design
+        not made under a stranger bound, or a plain topology file).
+
+    Raises
+    ------
+    InputFileError
+        The file is neither a design nor a topology, a level is not a finite
+        number >= 0, or a recorded device is not in ``net`` (or two of
+        ``net``'s devices print the same, so a key is ambiguous).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from topokit import load_example
+    >>> net = load_example("toy")
+    >>> design = {"topology": {"edges": [["A", "B"]], "dp_devices": ["A", "B"]},
+    ...           "stats": {"stranger_bound": {"noise_multipliers": {"A": 4.0, "B": 3.5}}}}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "design.json"
+    ...     _ = path.write_text(json.dumps(design))
+    ...     load_noise_multipliers(path, net)
+    {'A': 4.0, 'B': 3.5}
+    """
+    path = _existing(path)
+    data = _read_json(path)
+    if isinstance(data, dict) and "edges" in data and "topology" not in data:
+        return None  # a plain topology file: no levels recorded
+    if not (isinstance(data, dict) and "topology" in data):
+        raise InputFileError(f"{path}: not a design or topology file (no \"topology\" or "
+                             "\"edges\" key); write one with topokit design -o")
+    stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
+    bound = stats.get("stranger_bound") if isinstance(stats.get("stranger_bound"), dict) else {}
+    levels = bound.get("noise_multipliers")
+    if levels is None:
+        return None
+    by_text: dict[str, Hashable] = {}
+    for node in net.nodes:
+        if str(node) in by_text:
+            raise InputFileError(f"{path}: devices {by_text[str(node)]!r} and {node!r} of "
+                                 "the network print the same; the design's keys are ambiguous")
+        by_text[str(node)] = node
+    out = {}
+    for key, value in levels.items():
+        if key not in by_text:
+            raise InputFileError(f"{path}: the design's noise levels name device {key!r}, "
+                                 "which is not in the network; give the network it was "
+                                 "designed for")
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not np.isfinite(value) or value < 0):
+            raise InputFileError(f"{path}: noise level of {key!r} must be a finite number >= 0; "
+                                 f"got {value!r}")
+        out[by_text[key]] = float(value)
+    return out
 
 
 def save_topology(topology: Topology, path: str | Path) -> Path:
