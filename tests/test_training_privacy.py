@@ -270,3 +270,18 @@ def test_per_device_config_compares_and_hashes_by_its_levels():
     two = DPConfig(noise_multiplier={"D": 5.0, "C": 2.0})
     assert one == two and hash(one) == hash(two) and one.per_device
     assert not DPConfig(noise_multiplier=2.0).per_device
+
+
+def test_per_device_noise_is_frozen_with_the_config():
+    import pickle
+
+    levels = {"A": 4.0, "B": 3.0}
+    config = DPConfig(noise_multiplier=levels)
+    levels["A"] = 9.0  # the caller's dict is not the config's
+    assert config.noise_multiplier["A"] == 4.0
+    with pytest.raises(TypeError):
+        config.noise_multiplier["A"] = 1.0
+    same = DPConfig(noise_multiplier={"B": 3.0, "A": 4.0})
+    assert config == same and hash(config) == hash(same)
+    assert pickle.loads(pickle.dumps(config)) == config  # configs travel to workers
+    assert config.to_dict()["noise_multiplier"] == {"A": 4.0, "B": 3.0}

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,7 +307,7 @@ def _config_dict(**kwargs) -> dict[str, Any]:
     for key, value in kwargs.items():
         if isinstance(value, (DPConfig, Convergence)):
             value = {k: getattr(value, k) for k in value.__dataclass_fields__}
-            if isinstance(value.get("noise_multiplier"), dict):  # per device: JSON keys
+            if isinstance(value.get("noise_multiplier"), Mapping):  # per device: JSON keys
                 value["noise_multiplier"] = {str(node): z for node, z in
                                              value["noise_multiplier"].items()}
         elif not isinstance(value, (int, float, str, bool, type(None))):

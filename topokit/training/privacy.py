@@ -63,7 +63,7 @@ Accounting
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -83,6 +83,7 @@ __all__ = [
     "resolve_noise_multipliers",
     "accounting_sampling_rates",
     "epsilon_spent",
+    "DeviceNoiseLevels",
 ]
 
 _CHOICES = {
@@ -202,13 +203,53 @@ class DPConfig:
                           for value in (getattr(self, f.name) for f in fields(self))))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.per_device:  # the read-only mapping as a plain dict
+            out["noise_multiplier"] = dict(self.noise_multiplier)
+        return out
 
 
-def _check_device_noise(noise: Mapping[Hashable, Any]) -> dict[Hashable, float]:
-    """A per-device noise mapping as a plain dict of finite floats >= 0."""
-    return {node: check_real(value, f"DPConfig.noise_multiplier[{node!r}]", low=0)
-            for node, value in noise.items()}
+class DeviceNoiseLevels(Mapping):
+    """A read-only mapping device -> z: the per-device noise of a frozen :class:`DPConfig`.
+
+    Changing the caller's dict, or trying to change this one, cannot change a
+    config's noise; unlike ``types.MappingProxyType`` it pickles (configs travel
+    to worker processes).
+
+    >>> levels = DeviceNoiseLevels({"a": 4.0})
+    >>> levels["a"], dict(levels)
+    (4.0, {'a': 4.0})
+    >>> levels["a"] = 1.0
+    Traceback (most recent call last):
+    ...
+    TypeError: 'DeviceNoiseLevels' object does not support item assignment
+    """
+
+    __slots__ = ("_levels",)
+
+    def __init__(self, levels: Mapping[Hashable, float]):
+        self._levels = dict(levels)
+
+    def __getitem__(self, node: Hashable) -> float:
+        return self._levels[node]
+
+    def __iter__(self):
+        return iter(self._levels)
+
+    def __len__(self) -> int:
+        return len(self._levels)
+
+    def __repr__(self) -> str:
+        return f"DeviceNoiseLevels({self._levels!r})"
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._levels.items()))
+
+
+def _check_device_noise(noise: Mapping[Hashable, Any]) -> DeviceNoiseLevels:
+    """A per-device noise mapping as read-only finite floats >= 0."""
+    return DeviceNoiseLevels({node: check_real(value, f"DPConfig.noise_multiplier[{node!r}]",
+                                               low=0) for node, value in noise.items()})
 
 
 def clipped_sensitivity(
