@@ -36,8 +36,11 @@ both of the design issue's goals, never more than 2 % slower than NDLF and at le
 faster on skewed data (1.53x and 1.50x), while Lazy-Metropolis weights gave 1.13-1.16x
 with 7-12 settings slower and Metropolis-Hastings 1.46-1.48x with 2-3 slower
 (``python analyses/design_benchmark.py``).  Most of that gain is the weights': NDLF with
-fastest-mixing weights and no search is as fast (1.55x and 1.50x).  Eq. (15) models
-Lazy-Metropolis gossip only, so with it the weights stay the paper's.
+fastest-mixing weights and no search is as fast (1.55x and 1.50x).  For the MLP, which the
+predictor has not seen, they are no better than the paper's weights and measurably slower
+than NDLF in 11 of 69 settings (docs/tutorial/design.md): ``mixing="lazy-metropolis"`` is
+the safer choice for deep models.  Eq. (15) models Lazy-Metropolis gossip only, so with it
+the weights stay the paper's.
 
 *NDLF unless clearly faster* (``ndlf_margin``).  A predictor's errors are a
 few per cent: on IID data the search's gains over the social graph are often
