@@ -42,10 +42,9 @@ def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[obje
     if noise_multiplier is not None:
         return noise_multiplier, f"z = {noise_multiplier:g}"
     if path is not None:
-        from ..design.network import load_noise_multipliers, load_topology
+        from ..design.network import load_noise_multipliers
 
-        load_topology(path)  # a malformed file is reported as a topology first
-        levels = load_noise_multipliers(path, net)
+        levels = load_noise_multipliers(path, net)  # _topology has read the file as a topology
         if levels is not None:
             spread = sorted(set(levels.values()))
             return levels, (f"z per DP device from the design ({spread[0]:g}-{spread[-1]:g})"

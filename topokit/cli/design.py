@@ -241,10 +241,11 @@ def design(
     audit_model: str = AuditModelOpt,
     ndlf_margin: float = typer.Option(
         None, "--ndlf-margin",
-        help="--method optimize: keep NDLF (the social graph) when it is the fastest "
-             "reference and the searched design is predicted less than this many times "
-             "faster (default 1.12 with a fitted predictor, 1 with --predictor paper; 1 keeps "
-             "any faster design)."),
+        help="--method optimize: keep NDLF (the social graph, with the design's mixing "
+             "weights) when it is predicted no slower than every reference and the searched "
+             "design is predicted less than this many times faster (default with a fitted "
+             "predictor: 1 for fastest, 1.02 for metropolis, 1.12 for lazy-metropolis "
+             "weights; 1 with --predictor paper; 1 keeps any faster design)."),
     uniform_noise: bool = typer.Option(
         False, "--uniform-noise",
         help="--max-stranger-mu: every DP device adds the common z*; by default single "

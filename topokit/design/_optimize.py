@@ -717,14 +717,14 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     stats = _stats(scores, chosen, results, best, started)
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
     found = objective.topology(results[best][0])
-    searched = _Weighted(found, results[best][1], None, found)
-    social = (_Weighted(starts["ndlf"], scores["ndlf"], None, starts["ndlf"])
+    searched = _Weighted(found, results[best][1], None)
+    social = (_Weighted(starts["ndlf"], scores["ndlf"], None)
               if "ndlf" in scores else None)  # not a start, or it breaks a stranger bound
     weightings = 0  # each audits the weighted gossip under a stranger bound
     if mixing != "lazy-metropolis":
         searched, weightings = _mixing_weights(objective, bound, searched, mixing, base_seed), 1
-        if social is not None and social.plain == searched.plain:
-            social = searched
+        if social is not None and starts["ndlf"] == found:
+            social = searched  # the search kept NDLF: weigh it once
         elif social is not None:
             social = _mixing_weights(objective, bound, social, mixing, base_seed)
             weightings += 1
@@ -751,14 +751,12 @@ def _checked_margin(margin: Any, name: str = "ndlf_margin") -> float:
 
 
 class _Weighted(NamedTuple):
-    """A candidate result: its topology (with any weights kept), score, the record of
-    :func:`_mixing_weights` (None when no other weights were tried) and the topology
-    before them."""
+    """A candidate result: its topology (with any weights kept), score and the record of
+    :func:`_mixing_weights` (None when no other weights were tried)."""
 
     topology: Topology
     score: _Score
     mixing: dict[str, Any] | None
-    plain: Topology
 
 
 def _ndlf_unless_clearly_faster(scores: dict[str, _Score], searched: _Weighted,
@@ -1048,7 +1046,7 @@ def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate
              "links_dropped": plain.n_links - weighted.n_links,
              "predicted_time_lazy_metropolis": score.time,
              f"predicted_time_{mixing}": None if scored is None else scored.time}
-    return _Weighted(weighted if kept else plain, scored if kept else score, stats, plain)
+    return _Weighted(weighted if kept else plain, scored if kept else score, stats)
 
 
 def _design(objective: _Objective, description: dict, topology: Topology, score: _Score,

@@ -197,11 +197,6 @@ class DPConfig:
                 f"DPConfig.noise_multiplier has no entry for DP device {missing[0]!r}; give every "
                 "DP device its z, or one number for all of them")
 
-    def __hash__(self) -> int:
-        # A per-device mapping is hashed by its items (the dataclass hash would refuse a dict).
-        return hash(tuple(frozenset(value.items()) if isinstance(value, Mapping) else value
-                          for value in (getattr(self, f.name) for f in fields(self))))
-
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.per_device:  # the read-only mapping as a plain dict
