@@ -22,7 +22,13 @@ def out_path(name: str) -> Path:
 
 
 def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
+    """What the figures were measured on.
+
+    Examples
+    --------
+    >>> sorted(machine())
+    ['cpu_count', 'numpy', 'platform', 'processor', 'python']
+    """
     import numpy as np
 
     return {
@@ -72,7 +78,20 @@ RUN_KEY = "run_key"
 
 
 def digest(*parts: Any) -> str:
-    """SHA-256 hex digest of ``parts``: bytes as they are, anything else as sorted JSON."""
+    """SHA-256 hex digest of ``parts``: bytes as they are, anything else as sorted JSON.
+
+    Examples
+    --------
+    >>> len(digest("toy", [0.9, 0.95], {"trials": 3}))
+    64
+
+    Keys are sorted, so the order a dict was built in does not change its digest:
+
+    >>> digest({"lr": 0.1, "rounds": 5}) == digest({"rounds": 5, "lr": 0.1})
+    True
+    >>> digest(b"toy") == digest("toy")  # the text is hashed as its JSON, '"toy"'
+    False
+    """
     import hashlib
 
     hasher = hashlib.sha256()
@@ -83,7 +102,14 @@ def digest(*parts: Any) -> str:
 
 
 def network_digest(net) -> str:
-    """What of a network decides its training runs: devices, social links, compute, delays."""
+    """What of a network decides its training runs: devices, social links, compute, delays.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> network_digest(load_example("toy")) == network_digest(load_example("toy"))
+    True
+    """
     import numpy as np
 
     edges = sorted((repr(u), repr(v)) for u, v in net.social.edges)
@@ -97,6 +123,20 @@ def read_runs(path: Path):
 
     Runs of a file written before run keys get ``run_key`` None: nothing vouches for
     their inputs until :func:`adopt_legacy` checks them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "runs.parquet"
+    ...     before = read_runs(path)
+    ...     _ = write_runs(path, pd.DataFrame({"topology": ["ring"], "trial": [0]}))
+    ...     legacy = read_runs(path)
+    >>> list(before.columns), len(before)
+    (['topology', 'trial', 'run_key'], 0)
+    >>> legacy["run_key"].tolist()
+    [None]
     """
     import pandas as pd
 
@@ -114,6 +154,20 @@ def reusable_runs(saved, keys: dict[str, str], trials: int):
     under its key, i.e. from identical inputs (under its name or another's: two
     names of one topology share their runs); otherwise all its trials are trained
     again (validate trains every trial of a topology it is given).
+
+    Examples
+    --------
+    "ring" has both trials saved, "star" only one, "grid" none:
+
+    >>> import pandas as pd
+    >>> saved = pd.DataFrame({"topology": ["ring", "ring", "star"], "trial": [0, 1, 0],
+    ...                       "run_key": ["k1", "k1", "k2"]})
+    >>> keys = {"ring": "k1", "ring-copy": "k1", "star": "k2", "grid": "k3"}
+    >>> reused, missing = reusable_runs(saved, keys, trials=2)
+    >>> reused[["topology", "trial"]].values.tolist()
+    [['ring', 0], ['ring', 1], ['ring-copy', 0], ['ring-copy', 1]]
+    >>> missing
+    ['star', 'grid']
     """
     import pandas as pd
 
@@ -137,6 +191,21 @@ def adopt_legacy(saved, expected, keys: dict[str, str], targets, columns, option
     only if, for every trial, there is exactly one row per target in ``targets``,
     with that seed and those metrics (relative 1e-9): the same graph, DP set and
     trial seeds.
+
+    Examples
+    --------
+    Two unkeyed runs; only the ring's seed and link count match what it trains now:
+
+    >>> import pandas as pd
+    >>> saved = pd.DataFrame({"topology": ["ring", "star"], "trial": [0, 0],
+    ...                       "target": [0.9, 0.9], "seed": [7, 7], "n_links": [4, 3],
+    ...                       "run_key": [None, None]})
+    >>> expected = pd.DataFrame({"topology": ["ring", "star"], "trial": [0, 0],
+    ...                          "seed": [7, 8], "n_links": [4, 3]})
+    >>> adopted = adopt_legacy(saved, expected, {"ring": "k1", "star": "k2"},
+    ...                        targets=[0.9], columns=("n_links",))
+    >>> adopted["run_key"].tolist()
+    ['k1', None]
     """
     saved = saved.copy()
     legacy = saved[RUN_KEY].isna()
@@ -174,6 +243,19 @@ def merge_runs(saved, trained, keys: dict[str, str]):
     that it was trained again.  Runs of topologies not asked for now (another
     weighting, another method) are kept for a later call.  ``trained`` gets the
     key of its topology.
+
+    Examples
+    --------
+    "ring" was trained again, "star" is stale (its key changed), "grid" was not
+    asked for:
+
+    >>> import pandas as pd
+    >>> saved = pd.DataFrame({"topology": ["ring", "star", "grid"], "trial": [0, 0, 0],
+    ...                       "run_key": ["k1", "k2", "k3"]})
+    >>> trained = pd.DataFrame({"topology": ["ring"], "trial": [0]})
+    >>> merged = merge_runs(saved, trained, {"ring": "k1", "star": "k2-new"})
+    >>> merged[["topology", "run_key"]].values.tolist()
+    [['grid', 'k3'], ['ring', 'k1']]
     """
     import pandas as pd
 

@@ -10,11 +10,14 @@ Santander file, and ``toy``); ``siot100`` (100 devices) is skipped, exact
 AutoTag being too slow there for a benchmark.
 
 The methods (``--methods``, default all of them), designed once per network
-(per (network, skewness) for the ``optimize`` arms, which design for the data):
+(per (network, skewness, predictor) for the ``optimize`` arms, which design for
+the data and the model):
 
-- ``optimize``: :func:`topokit.optimize` as a user calls it (the default
-  predictor, fastest-mixing weights on the searched design and on NDLF, the
-  faster of the two as predicted), given the class counts of trial 0's
+- ``optimize``: :func:`topokit.optimize` as a user calls it (the shipped
+  predictor of the model trained, :data:`PREDICTORS`: ``"default"`` for
+  logistic regression, ``"mlp"`` for the MLP; fastest-mixing weights on the
+  searched design and on NDLF, the faster of the two as predicted), given
+  the class counts of trial 0's
   partition at that skewness (validate cannot take one topology per trial;
   trials 1-4 train on other partitions of the same skewness, which the design
   did not see);
@@ -53,12 +56,14 @@ speed-ups over NDLF by skewness, how often each method's design never reaches
 the target, what the weights gain (``optimize`` / ``optimize-lazy-metropolis``,
 ``optimize-metropolis`` / ``optimize-lazy-metropolis``, ``ndlf-fastest`` /
 ``ndlf``, paired), the issue's goals for each ``optimize`` arm, and the
-Spearman correlation of the default predictor's predicted time with the
+Spearman correlation of the model's predictor's predicted time with the
 measured one over every run of a setting (never reached ranked slowest),
-beside eq. (15)'s.  The default predictor was fitted on the corpus's networks
-only, none of which is benchmarked here, so its plain predictions are
-leave-network-out already (it was fitted on logistic regression runs; its MLP
-predictions are the same numbers).
+beside eq. (15)'s, and the hindsight ceiling (:func:`hindsight_ceiling`: the
+speed-up of the best trained topology of each setting, chosen on the measured
+times, which bounds what choosing among them can give).  Each shipped
+predictor was fitted on its corpus's networks only (``analyses/
+predictor_corpus.py [--model mlp]``, seeds 0-2), none of which is benchmarked
+here, so its plain predictions are leave-network-out already.
 
 Run: python analyses/design_benchmark.py [--quick] [--n-jobs 2]
 [--models logreg,mlp] [--methods optimize,...]
@@ -88,7 +93,7 @@ the key its inputs give now and trains the rest: an interrupted run resumes, a
 design that changed (say ``optimize``'s after the predictor is refitted) is
 trained again while the others are reused, and runs of methods not selected
 now stay saved.  The predictions are not part of a run: they are recomputed
-from the current default predictor (for each trial's class counts) every time.
+from the model's current shipped predictor (for each trial's class counts) every time.
 Parts written before run keys (NETWORK_KK_MODEL_<16 hex>.parquet) are read
 too: while the training code gives the results it gave them
 (``predictor_corpus.LEGACY_TRAINING``), a topology's runs there are adopted
@@ -174,6 +179,9 @@ TARGET = 0.88
 ROUNDS = 200
 TRAIN = {"rounds": ROUNDS, "lr": 0.2, "lr_decay": 0.99}
 METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random-best")
+#: The predictor of each model: what a user training it passes to ``optimize`` (the shipped
+#: fit of that model's runs) and what predicts its runs here.
+PREDICTORS = {"logreg": "default", "mlp": "mlp"}
 #: optimize arm -> the mixing it is asked for (optimize(mixing=...); None: its default).
 OPTIMIZE_ARMS = {"optimize": None, "optimize-lazy-metropolis": "lazy-metropolis",
                  "optimize-metropolis": "metropolis"}
@@ -307,8 +315,9 @@ def shared_topologies(net: topokit.Network, seed: int, n_random: int,
 
 
 def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
-                  methods: tuple[str, ...]) -> tuple[dict, dict]:
-    """(name -> Entry, name -> stats) of the selected optimize arms for these class counts.
+                  methods: tuple[str, ...], predictor: str = "default") -> tuple[dict, dict]:
+    """(name -> Entry, name -> stats) of the selected optimize arms for these class counts,
+    judged by ``predictor``.
 
     The arms are the searched designs, without ``optimize``'s ``ndlf_margin`` (which
     would replace some by NDLF): ``analyses/ndlf_margin.py`` derives what the margin
@@ -318,8 +327,8 @@ def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
     for arm, mixing in OPTIMIZE_ARMS.items():
         if arm not in methods:
             continue
-        design = optimize(net, class_counts=counts, seed=keyed_seed(seed, _OPTIMIZE_KEY),
-                          mixing=mixing, ndlf_margin=1.0)
+        design = optimize(net, predictor=predictor, class_counts=counts,
+                          seed=keyed_seed(seed, _OPTIMIZE_KEY), mixing=mixing, ndlf_margin=1.0)
         kept = (design.stats.get("mixing") or {}).get("weights", "lazy-metropolis")
         entries[arm] = Entry(arm, kept, design.topology)
         stats[arm] = {**{k: v for k, v in design.stats.items() if k != "seconds"},
@@ -331,16 +340,26 @@ def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
 
 
 def build_designs(spec: Spec, skews, n_random: int,
-                  methods: tuple[str, ...] = ALL_METHODS) -> dict:
-    """skewness -> {"topologies": name -> Entry, "optimize": arm -> its stats}."""
+                  methods: tuple[str, ...] = ALL_METHODS, models: tuple[str, ...] = MODELS
+                  ) -> dict:
+    """(skewness, model) -> {"topologies": name -> Entry, "optimize": arm -> its stats}.
+
+    The optimize arms are designed for each model by its predictor (:data:`PREDICTORS`);
+    models of the same predictor share the designs.
+    """
     X, y = load_digits()
     net, seed = spec.build(), network_seed(spec.name)
     shared = shared_topologies(net, seed, n_random, methods)
     designs = {}
     for skewness in skews:
         counts = class_counts(net, skewness, trial_seed(seed, 0), X, y)
-        arms, stats = optimize_arms(net, counts, seed, methods)
-        designs[skewness] = {"topologies": {**arms, **shared}, "optimize": stats}
+        by_predictor = {}
+        for model in models:
+            predictor = PREDICTORS[model]
+            if predictor not in by_predictor:
+                by_predictor[predictor] = optimize_arms(net, counts, seed, methods, predictor)
+            arms, stats = by_predictor[predictor]
+            designs[skewness, model] = {"topologies": {**arms, **shared}, "optimize": stats}
     return designs
 
 
@@ -416,7 +435,8 @@ def _train_missing(setting: Setting, net: topokit.Network, missing: list[str],
     scratch = parts / f"{setting.stem}.training-{job}.parquet"
     trained = train_runs(net, {name: setting.topologies[name].topology for name in missing},
                          trials, network_seed(setting.spec.name), setting.skewness, keys,
-                         X=X, y=y, targets=TARGETS, predictor="default", output=scratch,
+                         X=X, y=y, targets=TARGETS, predictor=PREDICTORS[setting.model],
+                         output=scratch,
                          model=setting.model, **TRAIN)
     write_runs(parts / f"{setting.stem}.runs.parquet", merge_runs(saved, trained, keys))
     for path in (scratch, curves_path(scratch), timings_path(scratch)):
@@ -451,9 +471,9 @@ def _eq15(net: topokit.Network, topologies: dict) -> dict[str, tuple[float, floa
 
 def _predicted(frame: pd.DataFrame, setting: Setting, net: topokit.Network, y
                ) -> pd.DataFrame:
-    """The default predictor's rounds and time for every run, for its trial's class counts
+    """The model's predictor's rounds and time for every run, for its trial's class counts
     (as validate predicts them), whatever predictor the saved runs were trained beside."""
-    predictor = load_predictor("default")
+    predictor = load_predictor(PREDICTORS[setting.model])
     trial_nets = {seed: net.with_class_counts(_partition_counts(net, y, int(seed),
                                                                 partition=setting.skewness))
                   for seed in frame["seed"].unique()}
@@ -469,7 +489,7 @@ def _predicted(frame: pd.DataFrame, setting: Setting, net: topokit.Network, y
 
 def _annotated(frame: pd.DataFrame, setting: Setting, net: topokit.Network, y,
                fresh: np.ndarray) -> pd.DataFrame:
-    """The runs with the method, the weighting, the setting, the default predictor's
+    """The runs with the method, the weighting, the setting, the model's predictor's
     prediction (recomputed) and eq. (15)'s beside it.
 
     ``fresh`` marks the runs trained now, whose validate predicted with the same
@@ -503,10 +523,10 @@ def measure(quick: bool, n_jobs: int, models: tuple[str, ...] = MODELS,
     parts = out_path("design_benchmark_quick_parts" if quick else "design_benchmark_parts")
     parts.mkdir(exist_ok=True)
     started = time.perf_counter()
-    designs = Parallel(n_jobs=n_jobs)(delayed(build_designs)(s, skews, n_random, methods)
-                                      for s in specs)
+    designs = Parallel(n_jobs=n_jobs)(delayed(build_designs)(s, skews, n_random, methods,
+                                                             models) for s in specs)
     design_seconds = time.perf_counter() - started
-    settings = [Setting(spec, k, model, built[k]["topologies"])
+    settings = [Setting(spec, k, model, built[k, model]["topologies"])
                 for spec, built in zip(specs, designs, strict=True) for k in skews
                 for model in models]
     settings.sort(key=lambda s: (s.model != "mlp", -s.spec.n_devices))  # longest first
@@ -517,9 +537,11 @@ def measure(quick: bool, n_jobs: int, models: tuple[str, ...] = MODELS,
     info = {"skipped": skipped, "trials": trials, "n_random": n_random, "models": list(models),
             "methods": list(methods), "skewness": list(skews),
             "networks": [s._asdict() for s in specs], "design_seconds": design_seconds,
-            "optimize": [{"network": spec.name, "skewness": k, "method": arm, **stats}
+            "optimize": [{"network": spec.name, "skewness": k, "model": model, "method": arm,
+                          "predictor": PREDICTORS[model], **stats}
                          for spec, built in zip(specs, designs, strict=True) for k in skews
-                         for arm, stats in built[k]["optimize"].items()],
+                         for model in models
+                         for arm, stats in built[k, model]["optimize"].items()],
             "runs_trained": int(sum(m["n_runs"] for m in measured)),
             "wall_clock": _wall_clock(settings, measured)}
     return runs, info
@@ -643,6 +665,25 @@ def geometric_speedups(ratios: pd.DataFrame) -> dict:
     return result
 
 
+def hindsight_ceiling(rows: pd.DataFrame, reference: str = "ndlf") -> dict:
+    """The geometric-mean speed-up over NDLF of the best trained topology of each setting,
+    chosen with hindsight, by skewness and for K >= 0.4 (as :func:`geometric_speedups`).
+
+    Every topology trained in a setting (each random one, each design, each weighting)
+    has its median over trials of the paired ratio of censored times to NDLF's; the
+    setting's ceiling is the smallest.  No design method has this choice (it is made on
+    the measured times, and the smallest of many noisy medians is biased low), so it
+    bounds from above what choosing among these topologies can give: a speed-up goal
+    above it is out of their reach.
+    """
+    wide = rows.pivot_table(index=[*SETTING, "trial"], columns="topology", values="censored")
+    medians = wide.div(wide[reference], axis=0).groupby(level=SETTING).median()
+    best = medians.min(axis=1).rename("ratio").reset_index()
+    speedup = lambda part: float(np.exp(-np.log(part["ratio"]).mean()))  # noqa: E731
+    result = {f"{k:g}": speedup(part) for k, part in best.groupby("skewness")}
+    return {**result, ">=0.4": speedup(best[best["skewness"] >= 0.4]), "all": speedup(best)}
+
+
 def never_counts(rows: pd.DataFrame, ratios: pd.DataFrame) -> dict:
     """Per method: settings whose design never reaches the target in most trials, and runs."""
     runs = method_times(rows)
@@ -717,7 +758,9 @@ def analyse(runs: pd.DataFrame) -> dict:
     never = never_counts(rows, ratios)
     spearman = spearman_cells(rows)
     arms = [arm for arm in OPTIMIZE_ARMS if arm in set(times["method"])]
+    ceiling = {model: hindsight_ceiling(part) for model, part in rows.groupby("model")}
     return {"ratios": ratios, "speedups": speedups, "never": never, "spearman": spearman,
+            "ceiling": ceiling,
             "wins": {arm: win_rates(times, arm) for arm in arms},
             "goals": {arm: goals(spearman, ratios, speedups, never, arm) for arm in arms},
             "mixing": mixing_gains(times)}
@@ -823,6 +866,10 @@ def print_summary(result: dict, info: dict, seconds: float) -> None:
         print(f"{method:<{width}}" + "".join(f"{v.get(method, np.nan):>9.3f}"
                                             for v in result["speedups"].values()))
     print_mixing(result["mixing"])
+    for model, ceiling in result["ceiling"].items():
+        print(f"Hindsight ceiling ({model}): the best trained topology of each setting by its "
+              "measured median, geometric-mean speed-up over NDLF: "
+              + ", ".join(f"K {k} {v:.3f}x" for k, v in ceiling.items()))
     for arm, wins in result["wins"].items():
         print(f"\n{arm} against each method (settings won / tied / lost on the paired median; "
               "share of paired trials won):")
@@ -835,9 +882,10 @@ def print_summary(result: dict, info: dict, seconds: float) -> None:
               f"{n['settings']} settings; {n['runs_never']} of {n['runs']} runs")
     spearman = result["spearman"]
     print("\nLeave-network-out Spearman, predicted vs measured time over every run of a setting "
-          "(never = slowest; the default predictor never saw these networks):")
+          "(never = slowest; no shipped predictor saw these networks):")
     for model, group in spearman.groupby("model"):
-        print(f"  {model:<7} default predictor median {group['spearman'].median():.3f} "
+        print(f"  {model:<7} predictor {PREDICTORS[model]!r} median "
+              f"{group['spearman'].median():.3f} "
               f"(IQR {group['spearman'].quantile(.25):.3f}-{group['spearman'].quantile(.75):.3f})"
               f", eq. (15) {group['spearman_paper'].median():.3f}; per topology (median over "
               f"trials) {group['spearman_topologies'].median():.3f} / "
@@ -865,6 +913,7 @@ def payload(result: dict, info: dict, seconds: float) -> dict:
             "design_counts": "the optimize arms design for trial 0's class counts",
             **info, "speedups": result["speedups"], "wins": result["wins"],
             "never": result["never"], "mixing": result["mixing"],
+            "hindsight_ceiling": result["ceiling"],
             "goals": {arm: [{"goal": g, "passed": bool(p), "numbers": n}
                             for g, p, n in arm_goals]
                       for arm, arm_goals in result["goals"].items()},

@@ -27,7 +27,9 @@ NDLF the result is the benchmark's ``ndlf-fastest``, ``ndlf-metropolis`` or ``nd
 the weighted ones, the same topology: optimize weights NDLF as the benchmark does, and keeps
 the weights only when predicted no slower).  The benchmark runs every arm with margin 1.0,
 which already keeps NDLF where it is predicted faster; larger margins are simulated here.
-Writes analyses/out/ndlf_margin[_ARM].json and .png.
+``--tune design_benchmark_mlp --test design_benchmark_s200_mlp`` judges the MLP's runs.
+Writes analyses/out/ndlf_margin[_ARM][_TUNE].json and .png (the arm and the tuning run
+named when they are not the defaults).
 """
 
 from __future__ import annotations
@@ -61,14 +63,23 @@ SKEWED = 0.4
 #: ``optimize`` gives where the margin keeps NDLF.
 FALLBACKS = {"optimize": "ndlf-fastest", "optimize-metropolis": "ndlf-metropolis",
              "optimize-lazy-metropolis": "ndlf"}
+#: The benchmark's NDLF arm of each weighting: what ``optimize`` gives where the margin keeps
+#: NDLF with those weights (``stats["ndlf_margin"]["ndlf_weights"]``; the arm's default
+#: weighting can depend on its predictor, as ``optimize``'s with ``predictor="mlp"``).
+NDLF_ARMS = {"fastest": "ndlf-fastest", "metropolis": "ndlf-metropolis",
+             "lazy-metropolis": "ndlf"}
 
 
 def predicted_gains(benchmark: dict[str, Any], arm: str = "optimize") -> pd.DataFrame:
-    """Per (network, skewness): NDLF's predicted time (with the arm's weights) over the
-    searched design's, as ``optimize`` saw it, for the entries of ``arm``."""
-    rows = [{"network": entry["network"], "skewness": float(entry["skewness"]),
-             "gain": _gain(entry["start_times"], entry["predicted_time"], entry["ndlf_margin"])}
-            for entry in benchmark["optimize"] if entry["method"] == arm]
+    """Per (network, skewness, model): NDLF's predicted time (with the arm's weights) over
+    the searched design's, as ``optimize`` saw it, for the entries of ``arm``."""
+    rows = [{"network": entry["network"], "skewness": float(entry["skewness"]), "model": model,
+             "gain": _gain(entry["start_times"], entry["predicted_time"], entry["ndlf_margin"]),
+             "fallback": NDLF_ARMS.get(entry["ndlf_margin"].get("ndlf_weights"),
+                                       FALLBACKS[arm])}
+            for entry in benchmark["optimize"] if entry["method"] == arm
+            # runs before per-model designs: one design for every model
+            for model in ([entry["model"]] if "model" in entry else benchmark["models"])]
     return pd.DataFrame(rows)
 
 
@@ -94,15 +105,20 @@ def with_margin(times: pd.DataFrame, gains: pd.DataFrame, margin: float,
                 arm: str = "optimize") -> pd.DataFrame:
     """The benchmark's times with ``arm`` replaced by its NDLF arm wherever its gain < margin.
 
+    The NDLF arm is that of the weights ``optimize`` gave NDLF (column ``fallback`` of
+    ``gains``; :data:`FALLBACKS` where absent).
+
     The result calls the arm ``optimize`` (and its NDLF arm ``ndlf``), so that
     :func:`judged` compares the two.
     """
-    fallback = FALLBACKS[arm]
-    keyed = times.merge(gains, on=["network", "skewness"], how="left")
+    keyed = times.merge(gains, on=["network", "skewness", "model"], how="left")
     keep_ndlf = keyed["gain"].fillna(np.inf) < margin
-    ndlf = times[times["method"] == fallback].set_index([*SETTING, "trial"])[["time", "censored"]]
+    fallback = (keyed["fallback"].fillna(FALLBACKS[arm]) if "fallback" in keyed
+                else pd.Series(FALLBACKS[arm], index=keyed.index))
+    indexed = times.set_index([*SETTING, "trial", "method"])[["time", "censored"]]
     chosen = keyed[(keyed["method"] == arm) & keep_ndlf]
-    replaced = ndlf.loc[pd.MultiIndex.from_frame(chosen[[*SETTING, "trial"]])].to_numpy()
+    replaced = indexed.loc[pd.MultiIndex.from_frame(
+        chosen[[*SETTING, "trial"]].assign(method=fallback[chosen.index]))].to_numpy()
     out = times.copy()
     out.loc[chosen.index, ["time", "censored"]] = replaced
     out = out[out["method"].isin([arm, "ndlf"])]
@@ -144,7 +160,8 @@ def _figure(test_times: pd.DataFrame, gains: pd.DataFrame, margin: float):
     figure, axes = new_panels("curve")
     axis = axes[0, 0]
     ratios = paired_ratios(test_times[test_times["method"].isin(["optimize", "ndlf"])])
-    mine = ratios[ratios["method"] == "optimize"].merge(gains, on=["network", "skewness"])
+    mine = ratios[ratios["method"] == "optimize"].merge(gains, on=["network", "skewness",
+                                                                   "model"])
     for skewness, marker in zip((0.0, 0.4, 0.8), ("o", "s", "^"), strict=True):
         part = mine[np.isclose(mine["skewness"], skewness)]
         axis.errorbar(part["gain"], part["ratio"],
@@ -159,6 +176,16 @@ def _figure(test_times: pd.DataFrame, gains: pd.DataFrame, margin: float):
     axis.set_title("held-out networks: settings left of the line keep NDLF")
     axis.legend()
     return figure
+
+
+def output_stem(arm: str, tune: str) -> str:
+    """``ndlf_margin[_ARM][_TUNE]``: the arm and the tuning run when they are not the defaults.
+
+    >>> output_stem("optimize", "design_benchmark"), output_stem("optimize", "design_benchmark_mlp")
+    ('ndlf_margin', 'ndlf_margin_design_benchmark_mlp')
+    """
+    return ("ndlf_margin" + ("" if arm == "optimize" else f"_{arm}")
+            + ("" if tune == "design_benchmark" else f"_{tune}"))
 
 
 def main() -> None:
@@ -185,7 +212,7 @@ def main() -> None:
               f"than 2 % slower than NDLF ({result['slower_iid']} IID, {result['ci_above_1']} "
               f"with the CI above 1, worst {result['worst_ratio']:.3f}); speed-up "
               f"{result['speedup_skewed']:.3f}x skewed, {result['speedup_iid']:.3f}x IID")
-    stem = "ndlf_margin" if args.arm == "optimize" else f"ndlf_margin_{args.arm}"
+    stem = output_stem(args.arm, args.tune)
     write_json(f"{stem}.json", {"tune": args.tune, "test": args.test, "arm": args.arm,
                                 "margin": margin, "tuning": table.to_dict("records"),
                                 "test_without": before, "test_with": after})

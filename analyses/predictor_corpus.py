@@ -36,6 +36,14 @@ The predictor: :class:`topokit.design.time_predictor.TrainingTimePredictor`
 fitted on every run at 88 % (the issue's target), every weighting, saved to
 ``datasets/predictor_default.json`` with its provenance.
 
+The MLP's predictor (``--model mlp``, ``load_predictor("mlp")``): the same
+corpus trained with topokit's MLP instead (``model="mlp"``, same data, DP,
+learning rate and T) on the networks of ``MLP_SIZES`` = 8-32 devices (an MLP
+run takes 0.6 s at 16 devices and 2.3 s at 32 on one core, so 48 and 64 would
+add about two hours), fitted and judged the same way and saved to
+``datasets/predictor_mlp.json``; its outputs are named
+``predictor_corpus_mlp.*`` and its runs kept in ``predictor_corpus_mlp_parts``.
+
 The judgement: leave-network-out.  For every network, the predictor is fitted
 on the other networks' runs and predicts this one's; the Spearman correlation
 of predicted and measured time-to-target (rounds x L), runs that never reach
@@ -60,7 +68,7 @@ runs): 1.5-3 min (with the machine's load) with its Lazy-Metropolis runs read
 back, 20-40 s with every run saved.
 Writes analyses/out/predictor_corpus.parquet (the corpus),
 analyses/out/predictor_corpus.{json,png}, and datasets/predictor_default.json
-(with --quick: analyses/out/predictor_quick.json instead).  The runs of each
+(with --quick: analyses/out/predictor_corpus_quick.predictor.json instead).  The runs of each
 (network, skewness) are kept in analyses/out/predictor_corpus_parts/, each run
 with a key (column ``run_key``) digesting everything it depends on: the
 network, the topology with its DP devices and weights, the weighting, the
@@ -123,6 +131,11 @@ from _common import (  # noqa: E402
 )
 
 SIZES = (8, 12, 16, 24, 32, 48, 64)
+#: The models a corpus can be trained with (topokit.training's ``model=``).
+MODELS = ("logreg", "mlp")
+#: Sizes of the MLP's corpus: its runs take 0.6 s at 16 devices and 2.3 s at 32 (logistic
+#: regression 0.1-0.35 s), so 48 and 64 devices would add about two hours on 2 cores.
+MLP_SIZES = (8, 12, 16, 24, 32)
 #: (seed, co-location range in metres or None) of the networks of every size.
 VARIANTS = ((0, None), (1, None), (2, 100.0))
 SKEWNESS = (0.0, 0.4, 0.8)
@@ -139,8 +152,13 @@ MIXINGS = ("lazy-metropolis", "metropolis", "fastest")
 #: devices); at 64 the first-order method is not certified within its default steps.
 FASTEST_MAX_DEVICES = SDP_MAX_NODES
 
-#: Where the shipped predictor lives (bundled into the wheel as topokit/_data).
+#: Where the shipped predictors live (bundled into the wheel as topokit/_data): the default
+#: (logistic regression) and the MLP's (``load_predictor("mlp")``).
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "datasets" / "predictor_default.json"
+PREDICTOR_PATHS = {"logreg": DEFAULT_PATH, "mlp": DEFAULT_PATH.with_name("predictor_mlp.json")}
+#: What each model is, for the predictor's provenance.
+MODEL_NAMES = {"logreg": "multinomial logistic regression (topokit.training, model='logreg')",
+               "mlp": "one-hidden-layer MLP (topokit.training, model='mlp')"}
 
 #: Structural metrics of validate's runs table that identify a topology's graph and DP set
 #: (the exposure counts depend on which devices are DP, not only how many; the first
@@ -192,15 +210,16 @@ class Entry(NamedTuple):
 
 
 class Cell(NamedTuple):
-    """The runs of one network at one skewness: every topology, every trial."""
+    """The runs of one network at one skewness with one model: every topology, every trial."""
 
     spec: NetworkSpec
     skewness: float
     topologies: dict  # name -> Entry
+    model: str = "logreg"
 
 
-def network_specs(quick: bool) -> list[NetworkSpec]:
-    sizes = (8, 16, 32) if quick else SIZES
+def network_specs(quick: bool, sizes: tuple[int, ...] = SIZES) -> list[NetworkSpec]:
+    sizes = (8, 16, 32) if quick else sizes
     variants = VARIANTS[1:] if quick else VARIANTS
     return [NetworkSpec(n, seed, colocation) for n in sizes for seed, colocation in variants]
 
@@ -218,6 +237,24 @@ def parse_mixing(text: str) -> tuple[str, ...]:
         raise InvalidInputError(f"--mixing: {got}; give a comma-separated subset of "
                                 f"{','.join(MIXINGS)}")
     return tuple(name for name in MIXINGS if name in names)
+
+
+def parse_sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The network sizes of a comma-separated ``--sizes`` value (``default`` when None).
+
+    >>> parse_sizes("16, 8", SIZES), parse_sizes(None, MLP_SIZES)
+    ((8, 16), (8, 12, 16, 24, 32))
+    """
+    if text is None:
+        return default
+    try:
+        sizes = sorted({int(part) for part in str(text).split(",") if part.strip()})
+    except ValueError:
+        sizes = []
+    if not sizes or sizes[0] < 4:
+        raise InvalidInputError(f"--sizes: give comma-separated device counts of at least 4; "
+                                f"got {text!r}")
+    return tuple(sizes)
 
 
 def weighted(plain: topokit.Topology, net: topokit.Network, weighting: str,
@@ -398,6 +435,8 @@ def run_key(network: str, entry: Entry, settings: dict) -> str:
 def _cell_keys(cell: Cell, net, data: str) -> dict[str, str]:
     settings = {"skewness": cell.skewness, "seed": _seed(cell.spec), "targets": TARGETS,
                 "rounds": ROUNDS, "data": data, "training": training_digest()}
+    if cell.model != "logreg":  # logistic regression's keys predate the option: kept as they were
+        settings["model"] = cell.model
     network = network_digest(net)
     return {name: run_key(network, entry, settings) for name, entry in cell.topologies.items()}
 
@@ -466,7 +505,8 @@ def _measured_runs(cell: Cell, net, trials: int, path: Path, fresh: bool) -> pd.
     if not missing:
         return reused
     trained = train_runs(net, {name: cell.topologies[name].topology for name in missing},
-                         trials, _seed(cell.spec), cell.skewness, keys, rounds=ROUNDS)
+                         trials, _seed(cell.spec), cell.skewness, keys, rounds=ROUNDS,
+                         model=cell.model)
     write_runs(path, merge_runs(saved, trained, keys))
     trained = trained.assign(**{RUN_KEY: trained["topology"].map(keys)})
     return pd.concat([frame for frame in (reused, trained) if len(frame)], ignore_index=True)
@@ -509,19 +549,30 @@ def _with_features(frame: pd.DataFrame, net, cell: Cell, X, y) -> pd.DataFrame:
         colocation=cell.spec.colocation if cell.spec.colocation is not None else np.nan)
 
 
+def corpus_name(quick: bool, model: str = "logreg") -> str:
+    """The stem of the corpus's outputs: ``predictor_corpus[_mlp][_quick]``.
+
+    >>> corpus_name(False), corpus_name(True, "mlp")
+    ('predictor_corpus', 'predictor_corpus_mlp_quick')
+    """
+    return "predictor_corpus" + ("" if model == "logreg" else f"_{model}") + (
+        "_quick" if quick else "")
+
+
 def generate_corpus(quick: bool, n_jobs: int, fresh: bool = False,
-                    mixings: tuple[str, ...] = MIXINGS) -> pd.DataFrame:
+                    mixings: tuple[str, ...] = MIXINGS, model: str = "logreg",
+                    sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
     """Every cell's runs with features, in parallel over networks and cells."""
     from joblib import Parallel, delayed
 
-    specs = network_specs(quick)
+    specs = network_specs(quick, sizes)
     trials = 2 if quick else TRIALS
-    parts = out_path("predictor_corpus_quick_parts" if quick else "predictor_corpus_parts")
+    parts = out_path(f"{corpus_name(quick, model)}_parts")
     parts.mkdir(exist_ok=True)
     built = Parallel(n_jobs=n_jobs)(delayed(build_topologies)(s, quick, mixings) for s in specs)
     skews = (0.0, 0.8) if quick else SKEWNESS
-    cells = [Cell(spec, k, topologies) for spec, topologies in zip(specs, built, strict=True)
-             for k in skews]
+    cells = [Cell(spec, k, topologies, model)
+             for spec, topologies in zip(specs, built, strict=True) for k in skews]
     # Largest cells first: the two workers finish together.
     cells.sort(key=lambda c: -c.spec.n_devices)
     frames = Parallel(n_jobs=n_jobs)(delayed(run_cell)(c, trials, parts, fresh) for c in cells)
@@ -529,13 +580,14 @@ def generate_corpus(quick: bool, n_jobs: int, fresh: bool = False,
 
 
 def load_or_generate(quick: bool, n_jobs: int, path: Path, fresh: bool,
-                     mixings: tuple[str, ...] = MIXINGS) -> pd.DataFrame:
+                     mixings: tuple[str, ...] = MIXINGS, model: str = "logreg",
+                     sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
     """The corpus: measured now, or read back cell by cell from an earlier run."""
     X, y = load_digits()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skewness .* needs more rows")
         check_counts(X, y)  # the partition replay still matches train's
-    frame = generate_corpus(quick, n_jobs, fresh, mixings)
+    frame = generate_corpus(quick, n_jobs, fresh, mixings, model, sizes).assign(model=model)
     frame.to_parquet(path)
     return frame
 
@@ -722,12 +774,16 @@ def weighting_gains(predicted: pd.DataFrame) -> dict:
     return result
 
 
-def provenance(corpus: pd.DataFrame, runs: pd.DataFrame, summary: dict) -> dict:
-    """What the default predictor was fitted on, recorded in its JSON."""
+def provenance(corpus: pd.DataFrame, runs: pd.DataFrame, summary: dict,
+               model: str = "logreg") -> dict:
+    """What a shipped predictor was fitted on, recorded in its JSON."""
     return {
-        "script": "analyses/predictor_corpus.py",
+        "script": "analyses/predictor_corpus.py" + ("" if model == "logreg"
+                                                     else f" --model {model}"),
         "data": "scikit-learn digits (1797 rows, 10 classes), 25 % stratified held-out split",
-        "model": "multinomial logistic regression (topokit.training, model='logreg')",
+        "model": MODEL_NAMES[model],
+        # what optimize reads to choose its default mixing weights for this predictor
+        "trained_model": model,
         "target": TARGET,
         "dp": {"epsilon": 1.0, "delta": 1e-5, "per": "round", "sensitivity": "clipped",
                "max_grad_norm": 1.0, "noise_multiplier": FeatureSettings().noise_multiplier},
@@ -836,7 +892,7 @@ def print_summary(summary: dict, scores: pd.DataFrame, predictor: TrainingTimePr
             zip(predictor.features, predictor.rounds_coef_, strict=True)}
     reach = {name: round(float(a), 4) for name, a in
              zip(predictor.features, predictor.reach_coef_, strict=True)}
-    print(f"Default predictor: log-rounds coefficients {coef}; reach coefficients {reach}")
+    print(f"Fitted predictor: log-rounds coefficients {coef}; reach coefficients {reach}")
     print(f"{seconds:.0f} s in all")
 
 
@@ -851,15 +907,24 @@ def main() -> None:
                         help="comma-separated weightings each topology is trained with "
                              f"(default {','.join(MIXINGS)}; fastest up to "
                              f"{FASTEST_MAX_DEVICES} devices); runs of the others stay saved")
+    parser.add_argument("--model", default="logreg", choices=MODELS,
+                        help="the model every run trains: logreg fits the default predictor "
+                             "(datasets/predictor_default.json), mlp the MLP's "
+                             "(datasets/predictor_mlp.json)")
+    parser.add_argument("--sizes", default=None,
+                        help="comma-separated network sizes (default "
+                             f"{','.join(map(str, SIZES))}; with --model mlp "
+                             f"{','.join(map(str, MLP_SIZES))})")
     args = parser.parse_args()
     try:
         mixings = parse_mixing(args.mixing)
+        sizes = parse_sizes(args.sizes, MLP_SIZES if args.model == "mlp" else SIZES)
     except InvalidInputError as error:
         parser.error(str(error))
     start = time.perf_counter()
-    name = "predictor_corpus_quick" if args.quick else "predictor_corpus"
+    name = corpus_name(args.quick, args.model)
     corpus = load_or_generate(args.quick, min(args.n_jobs, 2), out_path(f"{name}.parquet"),
-                              args.fresh, mixings)
+                              args.fresh, mixings, args.model, sizes)
     print(f"corpus: {len(corpus)} rows ({corpus['network'].nunique()} networks) in "
           f"{time.perf_counter() - start:.0f} s", flush=True)
     runs = at_target(corpus)
@@ -868,15 +933,15 @@ def main() -> None:
     summary = {**summarise(scores, predicted), "by_weighting": spearman_by_weighting(predicted),
                "weighting_gains": weighting_gains(predicted)}
     predictor = fit_predictor(runs, settings)
-    target = out_path("predictor_quick.json") if args.quick else DEFAULT_PATH
-    predictor.save(target, provenance(corpus, runs, summary))
+    target = out_path(f"{name}.predictor.json") if args.quick else PREDICTOR_PATHS[args.model]
+    predictor.save(target, provenance(corpus, runs, summary, args.model))
     from topokit.plotting._style import save_figure
 
     save_figure(figure(predicted), out_path(f"{name}.png"))
     seconds = time.perf_counter() - start
     write_json(f"{name}.json", {"machine": machine(), "seconds": seconds, "summary": summary,
                                 "cells": scores.to_dict(orient="records"),
-                                "predictor": str(target)})
+                                "predictor": str(target), "model": args.model})
     print_summary(summary, scores, predictor, seconds)
 
 

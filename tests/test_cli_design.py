@@ -71,6 +71,18 @@ def test_design_with_calibrated_predictor_changes_choice(tmp_path):
     assert record["topology"]["dp_devices"] == []
 
 
+def test_design_with_the_mlp_predictor_is_optimize_s_design_under_it():
+    from topokit import optimize
+
+    record = json.loads(run("design", "--example", "toy", "--predictor", "mlp", "--seed", "3",
+                            "--json").output)
+    expected = optimize(load_example("toy"), predictor="mlp", seed=3)
+    assert record["metrics"]["pseudo_time"] == pytest.approx(expected.metrics.pseudo_time,
+                                                             rel=1e-12)
+    assert sorted(map(sorted, record["topology"]["edges"])) == sorted(
+        map(sorted, expected.topology.to_dict()["edges"]))
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -100,6 +100,23 @@ def test_keys_tell_weighted_arms_apart_and_let_equal_designs_share(toy_net):
     assert not set(other_model.values()) & set(keys.values())
 
 
+def test_each_model_s_optimize_arms_are_designed_by_its_predictor(monkeypatch):
+    judged = []
+
+    def arms(net, counts, seed, methods, predictor="default"):
+        judged.append(predictor)
+        return {"optimize": corpus.Entry("optimize", "fastest", ndlf(net))}, {"optimize": {
+            "predictor_used": predictor}}
+
+    monkeypatch.setattr(bench, "optimize_arms", arms)
+    designs = bench.build_designs(TOY, (0.0, 0.8), 0, ("optimize", "ndlf"), ("logreg", "mlp"))
+    assert set(designs) == {(0.0, "logreg"), (0.0, "mlp"), (0.8, "logreg"), (0.8, "mlp")}
+    assert judged == ["default", "mlp", "default", "mlp"]  # one search per predictor
+    for (_, model), built in designs.items():
+        assert built["optimize"]["optimize"]["predictor_used"] == bench.PREDICTORS[model]
+        assert set(built["topologies"]) == {"optimize", "ndlf"}
+
+
 # --------------------------------------------------------------------------------------------
 # The summary
 # --------------------------------------------------------------------------------------------
@@ -139,6 +156,23 @@ def test_mixing_gains_are_the_paired_median_ratios():
                                                              rel=1e-12)
         assert entry["settings"] == 4 and set(entry["by_skewness"]) == {"0.4", "0.8"}
         assert entry["ci_below_1"] == 4  # every trial's ratio is below 1
+
+
+def test_the_hindsight_ceiling_is_the_best_topology_s_paired_median_in_each_setting():
+    runs = synthetic_runs()
+    ceiling = bench.analyse(runs)["ceiling"]
+    assert list(ceiling) == ["logreg"]
+    best = 1 / median_ratio("ndlf-fastest", "ndlf")  # the fastest topology in every setting
+    assert ceiling["logreg"] == pytest.approx({"0.4": best, "0.8": best, ">=0.4": best,
+                                               "all": best}, rel=1e-12)
+    # slow the best down in one setting: there the next best (optimize) sets the ceiling
+    slowed = runs.assign(measured_rounds=np.where(
+        (runs["network"] == "n1") & (runs["skewness"] == 0.8)
+        & (runs["topology"] == "ndlf-fastest"), 100.0, runs["measured_rounds"]))
+    ceiling = bench.hindsight_ceiling(bench.at_target(slowed))
+    assert ceiling["0.8"] == pytest.approx(
+        np.sqrt(best / median_ratio("optimize", "ndlf")), rel=1e-12)  # geometric mean of two
+    assert ceiling["0.4"] == pytest.approx(best, rel=1e-12)
 
 
 def test_every_optimize_arm_gets_its_wins_and_goals():

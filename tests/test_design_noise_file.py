@@ -78,6 +78,7 @@ def test_a_plain_topology_has_no_levels_and_audits_at_z_1(designed, tmp_path):
     (lambda levels: {**levels, "99999": 3.0}, "'99999', which is not in the network"),
     (lambda levels: {key: -1.0 for key in levels}, "finite number >= 0"),
     (lambda levels: {key: "4" for key in levels}, "finite number >= 0"),
+    (lambda levels: {key: 10**400 for key in levels}, "finite number >= 0; got 1000"),
 ])
 def test_bad_levels_are_refused_in_one_line(designed, tmp_path, change, said):
     net, network, design = designed

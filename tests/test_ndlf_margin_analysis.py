@@ -45,14 +45,24 @@ def test_gain_counts_only_when_ndlf_is_no_slower_than_every_reference():
 
 
 def test_gains_are_read_for_the_arm_judged():
-    entry = {"network": "a", "skewness": 0.0, "start_times": {"ndlf": 105.0},
+    entry = {"network": "a", "skewness": 0.0, "model": "mlp", "start_times": {"ndlf": 105.0},
              "predicted_time": 100.0}
-    benchmark = {"optimize": [
+    benchmark = {"models": ["logreg", "mlp"], "optimize": [
         {**entry, "method": "optimize-lazy-metropolis", "ndlf_margin": _decision(1.05)},
         {**entry, "method": "optimize", "predicted_time": 50.0, "ndlf_margin": _decision(2.0)}]}
-    assert analysis.predicted_gains(benchmark)["gain"].tolist() == [pytest.approx(2.0)]
+    gains = analysis.predicted_gains(benchmark)
+    assert gains["gain"].tolist() == [pytest.approx(2.0)]
+    assert gains["model"].tolist() == ["mlp"]  # each model's design is its predictor's
     assert analysis.predicted_gains(benchmark, "optimize-lazy-metropolis")["gain"].tolist() == [
         pytest.approx(1.05)]
+
+
+def test_a_design_of_a_benchmark_before_per_model_designs_serves_every_model():
+    entry = {"network": "a", "skewness": 0.0, "start_times": {"ndlf": 105.0},
+             "predicted_time": 50.0, "method": "optimize", "ndlf_margin": _decision(2.0)}
+    gains = analysis.predicted_gains({"models": ["logreg", "mlp"], "optimize": [entry]})
+    assert gains["model"].tolist() == ["logreg", "mlp"]
+    assert gains["gain"].tolist() == [pytest.approx(2.0)] * 2
 
 
 @pytest.mark.parametrize(("arm", "fallback"), [("optimize", "ndlf-fastest"),
@@ -60,7 +70,8 @@ def test_gains_are_read_for_the_arm_judged():
                                                ("optimize-metropolis", "ndlf-metropolis")])
 def test_where_the_gain_is_below_the_margin_the_arm_gets_its_ndlf_arm_s_runs(arm, fallback):
     times = _times()
-    gains = pd.DataFrame({"network": ["a", "b"], "skewness": [0.0, 0.0], "gain": [1.05, 1.2]})
+    gains = pd.DataFrame({"network": ["a", "b"], "skewness": [0.0, 0.0],
+                          "model": ["logreg", "logreg"], "gain": [1.05, 1.2]})
     out = analysis.with_margin(times, gains, 1.1, arm)
     assert set(out["method"]) == {"optimize", "ndlf"}
     mine = out[out["method"] == "optimize"].set_index(["network", "trial"])["time"]
@@ -76,3 +87,22 @@ def test_where_the_gain_is_below_the_margin_the_arm_gets_its_ndlf_arm_s_runs(arm
 def test_the_margin_chosen_has_the_fewest_slower_settings_then_the_smallest():
     table = pd.DataFrame({"margin": [1.0, 1.05, 1.1], "slower": [3, 1, 1]})
     assert analysis.choose_margin(table) == 1.05
+
+
+def test_the_fallback_is_the_ndlf_arm_of_the_weights_optimize_gave_ndlf():
+    """With the MLP's predictor the default arm keeps the paper's weights: where the margin
+    keeps NDLF, the result is plain NDLF, not NDLF with fastest-mixing weights."""
+    entry = {"network": "a", "skewness": 0.0, "model": "logreg", "method": "optimize",
+             "start_times": {"ndlf": 105.0}, "predicted_time": 100.0}
+    benchmark = {"models": ["logreg"], "optimize": [
+        {**entry, "ndlf_margin": {**_decision(1.05), "ndlf_weights": "lazy-metropolis"}},
+        {**entry, "network": "b", "ndlf_margin": {**_decision(1.05), "ndlf_weights": "fastest"}}]}
+    gains = analysis.predicted_gains(benchmark)
+    assert gains["fallback"].tolist() == ["ndlf", "ndlf-fastest"]
+    times = _times()
+    out = analysis.with_margin(times, gains, 1.1)
+    mine = out[out["method"] == "optimize"].set_index(["network", "trial"])["time"]
+    source = times.set_index(["method", "network", "trial"])["time"]
+    for trial in range(2):
+        assert mine[("a", trial)] == source[("ndlf", "a", trial)]
+        assert mine[("b", trial)] == source[("ndlf-fastest", "b", trial)]

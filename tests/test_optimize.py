@@ -222,6 +222,31 @@ def test_validate_spec_optimize_and_feature_columns():
     assert (frame["heterogeneity_local"] > 0.2).all()  # skewed partitions
 
 
+@pytest.mark.parametrize(("model", "predictor", "judge"), [
+    ("mlp", None, "mlp"), ("logreg", None, "default"), ("mlp", "paper", "mlp"),
+    ("mlp", "default", "default")])
+def test_validate_s_optimize_spec_is_judged_by_the_model_s_shipped_predictor(
+        monkeypatch, model, predictor, judge):
+    """Without a fitted predictor of the user's, the "optimize" spec designs with the one
+    topokit ships for the model trained (the MLP's runs answer the topology differently)."""
+    import topokit.design._optimize as module
+    from topokit.design.validation import validate
+
+    seen = []
+
+    def recording(net, *, predictor, **options):
+        seen.append(predictor)
+        raise LookupError("recorded")  # stop before any training
+
+    monkeypatch.setattr(module, "optimize", recording)
+    with pytest.raises(LookupError, match="recorded"):
+        validate(load_example("toy"), "optimize", trials=1, rounds=2, model=model,
+                 predictor=predictor)
+    expected = load_predictor(judge)
+    assert [p.to_dict() if hasattr(p, "to_dict") else load_predictor(p).to_dict()
+            for p in seen] == [expected.to_dict()]
+
+
 def test_ndlf_is_kept_unless_the_design_is_clearly_faster():
     # siot32 with IID data: the search's design is predicted about 3 % faster than NDLF.
     net = load_example("siot32")

@@ -20,6 +20,7 @@ from topokit import (
 )
 from topokit._random import keyed_seed
 from topokit.cli import app
+from topokit.design import default_mixing
 from topokit.design.baselines import ndlf
 from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
@@ -65,6 +66,24 @@ def test_fastest_weights_are_the_default_with_a_fitted_predictor(designs):
     assert optimize(net, seed=0).topology == weighted.topology
     paper = optimize(net, seed=0, predictor="paper")
     assert paper.topology.weights is None and "mixing" not in paper.stats
+
+
+def test_the_mlp_predictor_keeps_the_paper_s_weights_and_their_margin(designs):
+    net = designs[0]
+    mlp = optimize(net, seed=0, predictor="mlp")
+    assert mlp.topology.weights is None and "mixing" not in mlp.stats
+    assert mlp.stats["ndlf_margin"]["margin"] == 1.12  # Lazy-Metropolis's default margin
+    explicit = optimize(net, seed=0, predictor="mlp", mixing="lazy-metropolis")
+    assert explicit.topology == mlp.topology
+    # The rule follows the predictor's provenance, not its name: the same fit loaded from
+    # a file or passed as an object gives the same default; one without a trained model
+    # (say calibrated on a user's runs) gets fastest-mixing weights.
+    fitted = load_predictor("mlp")
+    assert default_mixing(fitted) == "lazy-metropolis"
+    anonymous = load_predictor("mlp").set_params()
+    anonymous.provenance_ = {k: v for k, v in fitted.provenance_.items()
+                             if k != "trained_model"}
+    assert default_mixing(anonymous) == "fastest"
 
 
 def test_it_mixes_faster_and_is_predicted_no_slower(designs):

@@ -267,15 +267,25 @@ def test_json_round_trip_is_bit_exact(fitted, tmp_path):
     assert again.read_bytes() == path.read_bytes()
 
 
-def test_the_shipped_default_round_trips_and_records_its_provenance(tmp_path):
-    default = load_predictor("default")
-    assert isinstance(default, TrainingTimePredictor)
-    record = default.provenance_
+@pytest.mark.parametrize(("name", "model"), [("default", "logreg"), ("mlp", "mlp")])
+def test_the_shipped_predictors_round_trip_and_record_their_provenance(tmp_path, name, model):
+    shipped = load_predictor(name)
+    assert isinstance(shipped, TrainingTimePredictor)
+    assert shipped.features == DEFAULT_FEATURES
+    record = shipped.provenance_
     for key in ("data", "model", "target", "dp", "corpus_runs", "networks", "topokit_version"):
         assert key in record, key
     assert record["target"] == 0.88 and record["corpus_runs"] > 500
-    copy = load_predictor(default.save(tmp_path / "default.json"))
-    assert copy.to_dict() == default.to_dict()
+    assert f"model='{model}'" in record["model"]  # fitted on runs of the model it is named for
+    copy = load_predictor(shipped.save(tmp_path / f"{name}.json"))
+    assert copy.to_dict() == shipped.to_dict()
+
+
+def test_the_mlp_predictor_is_a_fit_of_its_own():
+    default, mlp = load_predictor("default"), load_predictor("mlp")
+    assert not np.allclose(default.rounds_coef_, mlp.rounds_coef_)
+    assert set(mlp.provenance_["networks"]).isdisjoint(
+        {"siot16-s100-oor", "siot16-s200-oor"})  # the benchmark's networks are held out
 
 
 def test_paper_predictor_is_eq_15_example_3():
@@ -305,6 +315,7 @@ def test_unknown_predictor_name_is_one_clear_line():
     with pytest.raises(InvalidInputError, match="unknown predictor 'fancy'") as info:
         load_predictor("fancy")
     assert "\n" not in str(info.value)
+    assert "'default', 'paper', 'mlp'" in str(info.value)  # names every choice
 
 
 def test_predictor_files_of_another_kind_or_feature_set_are_refused(fitted, tmp_path):

@@ -201,5 +201,11 @@ NetworkArg = typer.Argument(None, help="Network file (.json node-link or .graphm
                             show_default=False)
 ExampleOpt = typer.Option(None, "--example", "-e", help="Use a bundled example instead of a file.")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
+#: --predictor of the commands whose default is eq. (15) (analyze, validate).
+PaperPredictorOpt = typer.Option(
+    None, "--predictor",
+    help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor, "
+         "fitted on logistic regression; not for AutoTag), 'mlp' (the same fitted on MLP "
+         "runs) or a predictor JSON file (topokit calibrate).")
 
 

@@ -17,6 +17,7 @@ from ._common import (
     ExampleOpt,
     JsonOpt,
     NetworkArg,
+    PaperPredictorOpt,
     check_jobs_option,
     check_output_option,
     check_plot_path,
@@ -112,10 +113,7 @@ def analyze(
     network: Path = NetworkArg,
     example: str = ExampleOpt,
     topology: Path = typer.Option(None, "--topology", "-t", help="Topology JSON to analyse."),
-    predictor: Path = typer.Option(
-        None, "--predictor",
-        help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor; "
-             "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
+    predictor: Path = PaperPredictorOpt,
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     audit_model: str = AuditModelOpt,
@@ -213,9 +211,10 @@ def design(
              "Algorithm 2 (with --predictor paper, its default, it reproduces the paper)."),
     predictor: Path = typer.Option(
         None, "--predictor",
-        help="'default' (topokit's fitted TrainingTimePredictor; the default of --method "
-             "optimize), 'paper' (eq. 15; the default of --method autotag) or a predictor "
-             "JSON file (topokit calibrate)."),
+        help="'default' (topokit's fitted TrainingTimePredictor, fitted on logistic "
+             "regression; the default of --method optimize), 'mlp' (the same fitted on MLP "
+             "runs: for neural networks), 'paper' (eq. 15; the default of --method autotag) "
+             "or a predictor JSON file (topokit calibrate)."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the design as JSON."),
     plot: Path = typer.Option(None, "--plot", help="Draw the topology and trade-off (PNG)."),
     n_jobs: int = typer.Option(
@@ -235,7 +234,7 @@ def design(
         help="--method optimize: lazy-metropolis (the paper's weights), metropolis "
              "(Metropolis-Hastings) or fastest (Boyd-Diaconis-Xiao fastest-mixing weights), "
              "on the chosen links when predicted no slower [default: fastest; "
-             "lazy-metropolis with --predictor paper]."),
+             "lazy-metropolis with --predictor mlp or paper]."),
     audit_rounds: int = AuditRoundsOpt,
     noise_multiplier: float = NoiseMultiplierOpt,
     audit_model: str = AuditModelOpt,

@@ -17,6 +17,7 @@ from ._common import (
     ExampleOpt,
     JsonOpt,
     NetworkArg,
+    PaperPredictorOpt,
     check_jobs_option,
     check_output_option,
     check_plot_path,
@@ -134,10 +135,7 @@ def validate_command(
     skewness: float = typer.Option(
         None, "--skewness", help="Non-IID skewness K in [0, 1] (default: IID)."
     ),
-    predictor: Path = typer.Option(
-        None, "--predictor",
-        help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor; "
-             "not for AutoTag) or a predictor JSON file (topokit calibrate)."),
+    predictor: Path = PaperPredictorOpt,
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
     scheduler: str = typer.Option(
         None, "--scheduler", help="Dask scheduler address: train on that cluster."),

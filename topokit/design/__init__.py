@@ -46,7 +46,7 @@ import importlib
 from typing import Any
 
 from ._autotag import PHASES, Candidate, Design, Trace, autotag
-from ._optimize import optimize
+from ._optimize import default_mixing, optimize
 from .examples import list_examples, load_example
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .metrics import Metrics, evaluate
@@ -95,6 +95,7 @@ __all__ = [
     "FeatureSettings",
     "autotag",
     "optimize",
+    "default_mixing",
     "Design",
     "Candidate",
     "Trace",

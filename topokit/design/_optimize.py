@@ -36,11 +36,13 @@ both of the design issue's goals, never more than 2 % slower than NDLF and at le
 faster on skewed data (1.53x and 1.50x), while Lazy-Metropolis weights gave 1.13-1.16x
 with 7-12 settings slower and Metropolis-Hastings 1.46-1.48x with 2-3 slower
 (``python analyses/design_benchmark.py``).  Most of that gain is the weights': NDLF with
-fastest-mixing weights and no search is as fast (1.55x and 1.50x).  For the MLP, which the
-predictor has not seen, they are no better than the paper's weights and measurably slower
-than NDLF in 11 of 69 settings (docs/tutorial/design.md): ``mixing="lazy-metropolis"`` is
-the safer choice for deep models.  Eq. (15) models Lazy-Metropolis gossip only, so with it
-the weights stay the paper's.
+fastest-mixing weights and no search is as fast (1.55x and 1.50x).  The MLP does not gain
+from them: with its own predictor (``predictor="mlp"``, fitted on MLP runs) fastest-mixing
+weights left ``optimize`` more than 2 % slower than NDLF in 21 and 26 of 69 settings (7
+and 11 measurably), the paper's weights with ``ndlf_margin`` 1.12 in 0 and 3 (0 and 1), so
+with that predictor the default is the paper's Lazy-Metropolis weights
+(docs/tutorial/design.md).  Eq. (15) models Lazy-Metropolis gossip only, so with it the
+weights stay the paper's too.
 
 *NDLF unless clearly faster* (``ndlf_margin``).  A predictor's errors are a
 few per cent: on IID data the search's gains over the social graph are often
@@ -125,7 +127,12 @@ from .features import _adjacency as _link_matrix
 from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
-from .time_predictor import FEATURE_TRANSFORMS, TrainingTimePredictor, load_predictor
+from .time_predictor import (
+    FEATURE_TRANSFORMS,
+    PREDICTOR_NAMES,
+    TrainingTimePredictor,
+    load_predictor,
+)
 
 __all__ = ["optimize"]
 
@@ -136,6 +143,9 @@ MIXING = ("lazy-metropolis", "metropolis", "fastest")
 REFERENCE_DESIGNS = ("ndlf", "dlfdp", "erg", "autotag")
 #: The mixing weights of :func:`optimize`'s design with a fitted predictor (module notes).
 DEFAULT_MIXING = "fastest"
+#: Other defaults by the model a fitted predictor was trained on (its provenance's
+#: ``trained_model``; module notes): the MLP's measured runs do not gain from other weights.
+DEFAULT_MIXING_BY_MODEL = {"mlp": "lazy-metropolis"}
 #: How many times faster than NDLF (with the same mixing weights) a design must be predicted
 #: to replace it, with a fitted predictor, per mixing (module notes: chosen by
 #: analyses/ndlf_margin.py on benchmark networks the default predictor never saw).
@@ -406,12 +416,30 @@ def _resolve_predictor(predictor: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(model, GlobalIteratePredictor) and model.use_noise_variance:
         raise InvalidInputError(
             "optimize cannot use an eq. (15) predictor fitted with the noise variance U (U is "
-            "measured in training, not known at design time); use 'default', 'paper' or a "
+            "measured in training, not known at design time); use a shipped predictor or a "
             "TrainingTimePredictor"
         )
-    name = given.strip().lower() if isinstance(given, str) and given.strip().lower() in (
-        "default", "paper") else str(given) if isinstance(given, (str, Path)) else "object"
+    name = given.strip().lower() if isinstance(given, str) and given.strip().lower() in \
+        PREDICTOR_NAMES else str(given) if isinstance(given, (str, Path)) else "object"
     return model, {"name": name, "record": model.to_dict()}
+
+
+def default_mixing(predictor: Any) -> str:
+    """The mixing weights :func:`optimize` gives its design when ``mixing`` is None.
+
+    Lazy-Metropolis for eq. (15), which was fitted on and only models that gossip;
+    for a fitted predictor, the default of the model it was trained on
+    (:data:`DEFAULT_MIXING_BY_MODEL`, from its provenance's ``trained_model``),
+    else :data:`DEFAULT_MIXING` (module notes).
+
+    >>> from topokit import load_predictor
+    >>> [default_mixing(load_predictor(name)) for name in ("default", "mlp", "paper")]
+    ['fastest', 'lazy-metropolis', 'lazy-metropolis']
+    """
+    if isinstance(predictor, GlobalIteratePredictor):
+        return "lazy-metropolis"
+    trained = (getattr(predictor, "provenance_", None) or {}).get("trained_model")
+    return DEFAULT_MIXING_BY_MODEL.get(trained, DEFAULT_MIXING)
 
 
 def _check_options(net: Any, n_starts: Any, max_evaluations: Any, trust_region: Any,
@@ -495,11 +523,13 @@ def optimize(
     net : Network
         Its social graph must be connected.  Its ``class_counts`` (if any) are
         the data the predictor sees, unless ``class_counts`` is given.
-    predictor : "default", "paper", path or predictor, optional
+    predictor : "default", "paper", "mlp", path or predictor, optional
         What judges a topology (:func:`topokit.load_predictor`).  Default
         ``"default"``, topokit's fitted :class:`TrainingTimePredictor`, which
         knows DP noise and data heterogeneity and predicts when a topology
-        never reaches the target; ``"paper"`` is eq. (15).
+        never reaches the target (fitted on logistic-regression runs);
+        ``"mlp"`` is the same fitted on MLP runs, for neural networks;
+        ``"paper"`` is eq. (15).
     class_counts : array-like of shape (n_devices, n_classes), optional
         Training rows of each class on each device (node order); None: the
         network's, or IID data if it has none.
@@ -556,9 +586,12 @@ def optimize(
         trust region and still within ``max_stranger_mu``;
         ``stats["mixing"]`` says whether they were.  Default: ``"fastest"``
         with a fitted predictor (module notes: in the design benchmark the
-        only setting that met both of the design issue's goals),
-        ``"lazy-metropolis"`` with eq. (15), which was fitted on and only
-        models Lazy-Metropolis gossip.
+        only setting that met both of the design issue's goals for logistic
+        regression), ``"lazy-metropolis"`` with the MLP's predictor
+        (``predictor="mlp"``: fastest-mixing weights made the MLP measurably
+        slower than NDLF in 7-11 of 69 settings) and with eq. (15), which was
+        fitted on and only models Lazy-Metropolis gossip
+        (:func:`default_mixing`).
     per_device_noise : bool, default True
         Under ``max_stranger_mu``: after the design and its common z* are
         chosen, lower single DP devices' noise below z* (never below the
@@ -690,8 +723,8 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
     workers = worker_count(n_jobs)
     model, description = _resolve_predictor(predictor)
     paper = isinstance(model, GlobalIteratePredictor)
-    if mixing is None:  # eq. (15) was fitted on, and only sees, Lazy-Metropolis gossip
-        mixing = "lazy-metropolis" if paper else DEFAULT_MIXING
+    if mixing is None:
+        mixing = default_mixing(model)
     if ndlf_margin is None:
         ndlf_margin = 1.0 if paper else DEFAULT_NDLF_MARGINS[mixing]
     objective = _objective(net, model, class_counts,

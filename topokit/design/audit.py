@@ -384,11 +384,8 @@ def _noise_vector(net: Network, topology: Topology, noise_multiplier: Any) -> ND
     noise = np.zeros(net.n_devices)
     if isinstance(noise_multiplier, Mapping):
         for node, value in noise_multiplier.items():
-            if node not in net.index:
-                raise NodeNotFoundError(
-                    f"noise_multiplier names device {node!r}, which is not in the network"
-                )
-            noise[net.index[node]] = check_real(value, f"noise_multiplier[{node!r}]", low=0)
+            noise[_device_index(net, node, "noise_multiplier")] = check_real(
+                value, f"noise_multiplier[{node!r}]", low=0)
         missing = [node for node in net.nodes
                    if node in topology.dp_devices and node not in noise_multiplier]
         if missing:
@@ -397,13 +394,7 @@ def _noise_vector(net: Network, topology: Topology, noise_multiplier: Any) -> ND
                 "device its z (0 for no noise) or pass one number for all DP devices"
             )
         return noise
-    if isinstance(noise_multiplier, bool) or not isinstance(
-            noise_multiplier, (Real, np.floating, np.integer)):
-        raise InvalidInputError(
-            "noise_multiplier must be a number >= 0 or a mapping device -> number; got "
-            f"{_brief(noise_multiplier)}"
-        )
-    value = check_real(noise_multiplier, "noise_multiplier", low=0)
+    value = _check_common_value(noise_multiplier, "noise_multiplier", positive=False)
     noise[[net.index[node] for node in topology.dp_devices]] = value
     return noise
 
@@ -412,10 +403,8 @@ def _sensitivity_vector(net: Network, sensitivity: Any) -> NDArray | None:
     """Delta_i of every device, in node order; None when every device has the same one
     (mu is scale-free, so a common value is the unit audit)."""
     if isinstance(sensitivity, Mapping):
-        unknown = [node for node in sensitivity if node not in net.index]
-        if unknown:
-            raise NodeNotFoundError(
-                f"sensitivity names device {unknown[0]!r}, which is not in the network")
+        for node in sensitivity:  # every name checked before any value
+            _device_index(net, node, "sensitivity")
         missing = [node for node in net.nodes if node not in sensitivity]
         if missing:
             raise InvalidInputError(
@@ -424,13 +413,29 @@ def _sensitivity_vector(net: Network, sensitivity: Any) -> NDArray | None:
         values = np.array([check_real(sensitivity[node], f"sensitivity[{node!r}]", low=0,
                                       closed="neither") for node in net.nodes])
         return None if np.all(values == values[0]) else values
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity,
-                                                       (Real, np.floating, np.integer)):
-        raise InvalidInputError(
-            "sensitivity must be a number > 0 or a mapping device -> number; got "
-            f"{_brief(sensitivity)}")
-    check_real(sensitivity, "sensitivity", low=0, closed="neither")
+    _check_common_value(sensitivity, "sensitivity", positive=True)
     return None
+
+
+def _check_common_value(value: Any, name: str, *, positive: bool) -> float:
+    """``value`` as a float: the one number (not a mapping) given for every device.
+
+    Finite and >= 0, or > 0 if ``positive``.  Anything but a number is refused
+    with a message that names the mapping form too, since the argument takes both.
+    """
+    bound = "> 0" if positive else ">= 0"
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise InvalidInputError(
+            f"{name} must be a number {bound} or a mapping device -> number; got {_brief(value)}")
+    return check_real(value, name, low=0, closed="neither" if positive else "both")
+
+
+def _device_index(net: Network, node: Hashable, name: str) -> int:
+    """Index of ``node`` in ``net``; a device the argument ``name`` keys that is not there
+    raises :class:`NodeNotFoundError`."""
+    if node not in net.index:
+        raise NodeNotFoundError(f"{name} names device {node!r}, which is not in the network")
+    return net.index[node]
 
 
 def _check_observers(net: Network, observers: Any) -> list[int]:

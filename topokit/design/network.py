@@ -1355,12 +1355,28 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
             raise InputFileError(f"{path}: the design's noise levels name device {key!r}, "
                                  "which is not in the network; give the network it was "
                                  "designed for")
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not np.isfinite(value) or value < 0):
+        level = _finite_non_negative(value)
+        if level is None:
+            shown = f"{value!r}" if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
             raise InputFileError(f"{path}: noise level of {key!r} must be a finite number >= 0; "
-                                 f"got {value!r}")
-        out[by_text[key]] = float(value)
+                                 f"got {shown}")
+        out[by_text[key]] = level
     return out
+
+
+def _finite_non_negative(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number >= 0 (a JSON int or float), else None.
+
+    >>> _finite_non_negative(2), _finite_non_negative(10**400), _finite_non_negative(True)
+    (2.0, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        level = float(value)
+    except OverflowError:  # an integer beyond a float's range
+        return None
+    return level if np.isfinite(level) and level >= 0 else None
 
 
 def save_topology(topology: Topology, path: str | Path) -> Path:

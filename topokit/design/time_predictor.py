@@ -109,8 +109,10 @@ DEFAULT_FEATURES = (
     "heterogeneity_disagreement",
 )
 
-#: Names :func:`load_predictor` knows besides file paths.
-PREDICTOR_NAMES = ("default", "paper")
+#: Names :func:`load_predictor` knows besides file paths: eq. (15) and the shipped fits.
+PREDICTOR_NAMES = ("default", "paper", "mlp")
+#: The shipped fits: name -> the model whose runs it was fitted on.
+SHIPPED_PREDICTORS = {"default": "logreg", "mlp": "mlp"}
 
 # The classifier's decision: reached when P(reach) >= 1/2.
 _THRESHOLD = 0.5
@@ -540,12 +542,14 @@ def _read_json(path: Path) -> Any:
 
 
 Predictor = GlobalIteratePredictor | TrainingTimePredictor
+_NAMES_TEXT = ", ".join(f"'{name}'" for name in PREDICTOR_NAMES)
 
 
-def _default_path() -> Path:
+def _shipped_path(name: str = "default") -> Path:
+    """The file of a shipped predictor (``predictor_NAME.json`` in topokit's data)."""
     from .examples import data_dir
 
-    return data_dir() / "predictor_default.json"
+    return data_dir() / f"predictor_{name}.json"
 
 
 def load_predictor(name_or_path: str | Path | Predictor) -> Predictor:
@@ -553,13 +557,18 @@ def load_predictor(name_or_path: str | Path | Predictor) -> Predictor:
 
     Parameters
     ----------
-    name_or_path : {"default", "paper"}, path or predictor
+    name_or_path : {"default", "paper", "mlp"}, path or predictor
         ``"paper"``: DeepPrivacy's eq. (15), :class:`GlobalIteratePredictor`
         unfitted.  ``"default"``: the :class:`TrainingTimePredictor` shipped
-        with topokit (``predictor_default.json`` in its data, fitted by
+        with topokit, fitted on logistic-regression runs
+        (``predictor_default.json`` in its data, fitted by
         ``analyses/predictor_corpus.py``; its ``provenance_`` says on what).
-        A path: a JSON file written by either predictor's ``save`` (or
-        ``topokit calibrate``).  A predictor object is returned unchanged.
+        ``"mlp"``: the one shipped for topokit's MLP, fitted the same way on
+        MLP runs (``predictor_mlp.json``, ``analyses/predictor_corpus.py
+        --model mlp``): use it when the model trained is a neural network,
+        whose rounds answer the topology differently.  A path: a JSON file
+        written by either predictor's ``save`` (or ``topokit calibrate``).  A
+        predictor object is returned unchanged.
 
     Returns
     -------
@@ -578,23 +587,25 @@ def load_predictor(name_or_path: str | Path | Predictor) -> Predictor:
     --------
     >>> load_predictor("paper").predict([[26.0, 0.5]]).round(3)
     array([87.672])
+    >>> load_predictor("mlp").provenance_["model"]
+    "one-hidden-layer MLP (topokit.training, model='mlp')"
     """
     if isinstance(name_or_path, (GlobalIteratePredictor, TrainingTimePredictor)):
         return name_or_path
     if not isinstance(name_or_path, (str, Path)):
         raise InvalidInputError(
-            "predictor must be 'default', 'paper', a predictor file or a predictor; "
+            f"predictor must be {_NAMES_TEXT}, a predictor file or a predictor; "
             f"got {type(name_or_path).__name__}"
         )
     if isinstance(name_or_path, str) and name_or_path.strip().lower() in PREDICTOR_NAMES:
         name = name_or_path.strip().lower()
         return GlobalIteratePredictor() if name == "paper" \
-            else TrainingTimePredictor.load(_default_path())
+            else TrainingTimePredictor.load(_shipped_path(name))
     path = Path(name_or_path)
     looks_like_a_path = isinstance(name_or_path, Path) or path.suffix or len(path.parts) > 1
     if not path.exists() and not looks_like_a_path:
         raise InvalidInputError(
-            f"unknown predictor {str(name_or_path)!r}: expected 'default', 'paper' or the path "
+            f"unknown predictor {str(name_or_path)!r}: expected {_NAMES_TEXT} or the path "
             "of a predictor JSON file"
         )
     return _from_record(_read_json(path), path)
@@ -637,7 +648,7 @@ def predict_topology(
         Each device's class counts (node order).  None (default): the
         network's ``net.class_counts``; IID data when that is None too.
         Given counts win over the network's.
-    predictor : "default", "paper", path or predictor, default "default"
+    predictor : "default", "paper", "mlp", path or predictor, default "default"
 
     Returns
     -------

@@ -765,8 +765,8 @@ def _check_predictor(predictor: Any) -> Any:
         if hasattr(predictor, "predict_network"):  # a TrainingTimePredictor
             return predictor
         raise InvalidInputError(
-            "predictor must be 'default', 'paper', a predictor file or a topokit predictor; "
-            f"got {type(predictor).__name__}"
+            "predictor must be 'default', 'paper', 'mlp', a predictor file or a topokit "
+            f"predictor; got {type(predictor).__name__}"
         )
     if predictor.use_noise_variance and not predictor.is_fitted:
         raise NotFittedError(
@@ -852,18 +852,31 @@ def _trial_network(net: Network, settings: _Settings, seed: int) -> Network:
     return net.with_class_counts(counts)
 
 
+def _shipped_predictor(model: Any) -> str:
+    """The shipped predictor fitted on runs of ``model`` (a name or a Model), else "default".
+
+    >>> _shipped_predictor("mlp"), _shipped_predictor("logreg")
+    ('mlp', 'default')
+    """
+    from ..training.models import MLP
+
+    return "mlp" if model == "mlp" or isinstance(model, MLP) else "default"
+
+
 def _optimized(net: Network, settings: _Settings) -> Topology:
     """The ``"optimize"`` spec: :func:`topokit.optimize` for the data of trial 0.
 
     One topology serves every trial, as a user deploys one; it is designed
     for the class counts of trial 0's partition (the trials differ in their
     partitions only by sampling).  It is judged by ``predictor`` when that is
-    a :class:`~topokit.design.TrainingTimePredictor`, else by topokit's
-    default one (eq. 15 is for AutoTag).
+    a :class:`~topokit.design.TrainingTimePredictor`, else by the one
+    topokit ships for the model trained (``"mlp"`` for the MLP, else
+    ``"default"``; eq. 15 is for AutoTag).
     """
     from ._optimize import optimize
 
-    judge = settings.predictor if hasattr(settings.predictor, "predict_network") else "default"
+    judge = settings.predictor if hasattr(settings.predictor, "predict_network") \
+        else _shipped_predictor(settings.train_kwargs.get("model", "logreg"))
     trial_net = _trial_network(net, settings, keyed_seed(settings.seed, _TRIAL, 0))
     return optimize(trial_net, predictor=judge,
                     seed=keyed_seed(settings.seed, _OPTIMIZE, 0)).topology
@@ -1041,7 +1054,9 @@ def validate(
     built on ``net`` as given.  The ``"optimize"`` design is made for the
     class counts of trial 0 (one topology serves every trial, as one is
     deployed), judged by ``predictor`` when that is a
-    :class:`~topokit.design.TrainingTimePredictor`, else by the default one.
+    :class:`~topokit.design.TrainingTimePredictor`, else by the one topokit
+    ships for the model (``load_predictor("mlp")`` for ``model="mlp"``,
+    ``"default"`` otherwise).
     """
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,

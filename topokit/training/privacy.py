@@ -179,6 +179,34 @@ class DPConfig:
 
         ``dp_devices`` are the topology's DP devices, ``nodes`` the network's
         devices.  Nothing to check for a common z.
+
+        Raises
+        ------
+        InvalidInputError
+            The mapping names a device that is not a DP device (or not in the
+            network), or has no entry for a DP device.
+
+        Examples
+        --------
+        A mapping that names exactly the DP devices passes (it returns None):
+
+        >>> config = DPConfig(noise_multiplier={"C": 3.5, "D": 4.0})
+        >>> config.check_devices(["C", "D"], ["A", "B", "C", "D"])
+
+        A DP device without its own z, or a z for a device that adds no noise, is refused:
+
+        >>> config.check_devices(["C", "D", "E"], list("ABCDE"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        topokit.errors.InvalidInputError: ... has no entry for DP device 'E'; give every DP ...
+        >>> config.check_devices(["C"], list("ABCD"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        topokit.errors.InvalidInputError: ... names device 'D', which is not a DP device of ...
+
+        A common z has nothing to check:
+
+        >>> DPConfig(noise_multiplier=4.0).check_devices(["C"], ["A", "B", "C"])
         """
         if not self.per_device:
             return
