@@ -15,17 +15,21 @@ the data and the model):
 
 - ``optimize``: :func:`topokit.optimize` as a user calls it (the shipped
   predictor of the model trained, :data:`PREDICTORS`: ``"default"`` for
-  logistic regression, ``"mlp"`` for the MLP; fastest-mixing weights on the
-  searched design and on NDLF, the faster of the two as predicted), given
+  logistic regression, ``"mlp"`` for the MLP; its default weights for that
+  predictor on the searched design and on NDLF, the faster of the two as
+  predicted), given
   the class counts of trial 0's
   partition at that skewness (validate cannot take one topology per trial;
   trials 1-4 train on other partitions of the same skewness, which the design
   did not see);
-- ``optimize-lazy-metropolis``, ``optimize-metropolis``: the same with
-  ``mixing="lazy-metropolis"`` (the paper's weights, the search's own design)
-  / ``"metropolis"`` (Metropolis-Hastings weights when its predictor says
-  they are no slower); the JSON's ``optimize`` list says which weights each
-  design kept and whether it is NDLF's links;
+- ``optimize-lazy-metropolis``, ``optimize-metropolis``, ``optimize-fastest``:
+  the same with ``mixing="lazy-metropolis"`` (the paper's weights, the
+  search's own design) / ``"metropolis"`` (Metropolis-Hastings weights when
+  its predictor says they are no slower) / ``"fastest"``; the one that is
+  ``optimize``'s default for the predictor (fastest-mixing weights for
+  logistic regression's, the paper's for the MLP's: ``default_mixing``) is
+  the same design, searched once; the JSON's ``optimize`` list says which
+  weights each design kept and whether it is NDLF's links;
 - ``autotag``: :func:`topokit.autotag` with eq. (15), the paper's design;
 - ``ndlf``, ``dlfdp``, ``erg`` (AutoTag's link count, seeded),
   ``exponential`` (:func:`topokit.design.baselines.exponential_graph`, Ying
@@ -54,7 +58,7 @@ reaches it, an upper bound when NDLF never does) and is also counted apart.
 Then win rates of each ``optimize`` arm against every method, geometric-mean
 speed-ups over NDLF by skewness, how often each method's design never reaches
 the target, what the weights gain (``optimize`` / ``optimize-lazy-metropolis``,
-``optimize-metropolis`` / ``optimize-lazy-metropolis``, ``ndlf-fastest`` /
+``optimize-fastest`` and ``optimize-metropolis`` / ``optimize-lazy-metropolis``, ``ndlf-fastest`` /
 ``ndlf``, paired), the issue's goals for each ``optimize`` arm, and the
 Spearman correlation of the model's predictor's predicted time with the
 measured one over every run of a setting (never reached ranked slowest),
@@ -139,6 +143,7 @@ from predictor_corpus import (  # noqa: E402
 
 import topokit  # noqa: E402
 from topokit._random import keyed_seed  # noqa: E402
+from topokit.design import default_mixing  # noqa: E402
 from topokit.design._autotag import autotag  # noqa: E402
 from topokit.design.baselines import dlfdp, erg, exponential_graph, ndlf  # noqa: E402
 from topokit.design.siot import siot  # noqa: E402
@@ -184,14 +189,15 @@ METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random
 PREDICTORS = {"logreg": "default", "mlp": "mlp"}
 #: optimize arm -> the mixing it is asked for (optimize(mixing=...); None: its default).
 OPTIMIZE_ARMS = {"optimize": None, "optimize-lazy-metropolis": "lazy-metropolis",
-                 "optimize-metropolis": "metropolis"}
+                 "optimize-metropolis": "metropolis", "optimize-fastest": "fastest"}
 #: The other mixing arms (after :data:`METHODS` in the tables).
-MIXING_METHODS = ("optimize-lazy-metropolis", "optimize-metropolis", "ndlf-metropolis",
-                  "ndlf-fastest")
+MIXING_METHODS = ("optimize-lazy-metropolis", "optimize-metropolis", "optimize-fastest",
+                  "ndlf-metropolis", "ndlf-fastest")
 #: Every method, in the order of the tables; ``--methods`` picks among them.
 ALL_METHODS = (*METHODS, *MIXING_METHODS)
 #: Paired comparisons of a design with weights against one without: (weighted, plain).
 MIXING_COMPARISONS = (("optimize", "optimize-lazy-metropolis"),
+                      ("optimize-fastest", "optimize-lazy-metropolis"),
                       ("optimize-metropolis", "optimize-lazy-metropolis"),
                       ("ndlf-metropolis", "ndlf"), ("ndlf-fastest", "ndlf"))
 BOOTSTRAP = 2000
@@ -323,12 +329,17 @@ def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
     would replace some by NDLF): ``analyses/ndlf_margin.py`` derives what the margin
     gives from these runs, the NDLF arms' and ``stats["ndlf_margin"]["predicted_gain"]``.
     """
-    entries, stats = {}, {}
+    entries, stats, designed = {}, {}, {}
     for arm, mixing in OPTIMIZE_ARMS.items():
         if arm not in methods:
             continue
-        design = optimize(net, predictor=predictor, class_counts=counts,
-                          seed=keyed_seed(seed, _OPTIMIZE_KEY), mixing=mixing, ndlf_margin=1.0)
+        # optimize's default is one of the named weightings: the same call, searched once
+        mixing = mixing or default_mixing(load_predictor(predictor))
+        if mixing not in designed:
+            designed[mixing] = optimize(net, predictor=predictor, class_counts=counts,
+                                        seed=keyed_seed(seed, _OPTIMIZE_KEY), mixing=mixing,
+                                        ndlf_margin=1.0)
+        design = designed[mixing]
         kept = (design.stats.get("mixing") or {}).get("weights", "lazy-metropolis")
         entries[arm] = Entry(arm, kept, design.topology)
         stats[arm] = {**{k: v for k, v in design.stats.items() if k != "seconds"},

@@ -20,8 +20,9 @@ slower than NDLF, ties to the smaller margin.
     python analyses/ndlf_margin.py    # reads analyses/out/design_benchmark{,_s200}.{json,parquet}
     python analyses/ndlf_margin.py --arm optimize-lazy-metropolis   # mixing="lazy-metropolis"
 
-``--arm`` judges one ``optimize`` arm of the benchmark: ``optimize`` (its default,
-fastest-mixing weights), ``optimize-metropolis`` or ``optimize-lazy-metropolis``.  The
+``--arm`` judges one ``optimize`` arm of the benchmark: ``optimize`` (its default weights
+for the model's predictor: fastest-mixing for logistic regression's, the paper's for the
+MLP's), ``optimize-fastest``, ``optimize-metropolis`` or ``optimize-lazy-metropolis``.  The
 margin compares the searched design and NDLF both with the arm's weights, so where it keeps
 NDLF the result is the benchmark's ``ndlf-fastest``, ``ndlf-metropolis`` or ``ndlf`` arm (for
 the weighted ones, the same topology: optimize weights NDLF as the benchmark does, and keeps
@@ -62,7 +63,7 @@ SKEWED = 0.4
 #: Each optimize arm of the benchmark, and the NDLF arm with the same mixing weights: what
 #: ``optimize`` gives where the margin keeps NDLF.
 FALLBACKS = {"optimize": "ndlf-fastest", "optimize-metropolis": "ndlf-metropolis",
-             "optimize-lazy-metropolis": "ndlf"}
+             "optimize-lazy-metropolis": "ndlf", "optimize-fastest": "ndlf-fastest"}
 #: The benchmark's NDLF arm of each weighting: what ``optimize`` gives where the margin keeps
 #: NDLF with those weights (``stats["ndlf_margin"]["ndlf_weights"]``; the arm's default
 #: weighting can depend on its predictor, as ``optimize``'s with ``predictor="mlp"``).
