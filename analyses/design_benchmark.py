@@ -147,7 +147,7 @@ from topokit.design import default_mixing  # noqa: E402
 from topokit.design._autotag import autotag  # noqa: E402
 from topokit.design.baselines import dlfdp, erg, exponential_graph, ndlf  # noqa: E402
 from topokit.design.siot import siot  # noqa: E402
-from topokit.design.time_predictor import load_predictor  # noqa: E402
+from topokit.design.time_predictor import SHIPPED_PREDICTORS, load_predictor  # noqa: E402
 from topokit.design.validation import _partition_counts, curves_path, timings_path  # noqa: E402
 from topokit.errors import InvalidInputError  # noqa: E402
 from topokit.training import load_digits  # noqa: E402
@@ -186,7 +186,7 @@ TRAIN = {"rounds": ROUNDS, "lr": 0.2, "lr_decay": 0.99}
 METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random-best")
 #: The predictor of each model: what a user training it passes to ``optimize`` (the shipped
 #: fit of that model's runs) and what predicts its runs here.
-PREDICTORS = {"logreg": "default", "mlp": "mlp"}
+PREDICTORS = {model: name for name, model in SHIPPED_PREDICTORS.items()}
 #: optimize arm -> the mixing it is asked for (optimize(mixing=...); None: its default).
 OPTIMIZE_ARMS = {"optimize": None, "optimize-lazy-metropolis": "lazy-metropolis",
                  "optimize-metropolis": "metropolis", "optimize-fastest": "fastest"}
@@ -711,10 +711,15 @@ def never_counts(rows: pd.DataFrame, ratios: pd.DataFrame) -> dict:
 
 
 def spearman_cells(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per setting: Spearman of predicted vs measured time over every run (never = slowest)."""
+    """Per setting: Spearman of predicted vs measured time over every run (never = slowest).
+
+    A topology two methods share (``optimize`` keeping NDLF with its weights, an arm
+    whose weights are ``optimize``'s default) has one run key: its runs count once, so
+    that the correlation does not depend on how many arms gave the same design.
+    """
     scores = []
     for key, cell in rows.groupby(SETTING, sort=False):
-        score = score_cell(cell)
+        score = score_cell(cell.drop_duplicates([RUN_KEY, "trial"]))
         scores.append({**score, "model": key[2]})
     return pd.DataFrame(scores)
 

@@ -50,6 +50,8 @@ sys.path.insert(0, str(ROOT / "analyses"))
 
 from design_benchmark import SETTING, at_target, method_times, paired_ratios  # noqa: E402
 
+from topokit.errors import InvalidInputError  # noqa: E402
+
 from _common import out_path, write_json  # noqa: E402
 
 #: Margins tried on the tuning run.
@@ -146,7 +148,11 @@ def load(name: str, arm: str = "optimize") -> tuple[pd.DataFrame, pd.DataFrame]:
     """The benchmark run ``name``: per-trial times at the target and ``arm``'s gains."""
     runs = pd.read_parquet(out_path(f"{name}.parquet"))
     benchmark = json.loads(out_path(f"{name}.json").read_text())
-    return method_times(at_target(runs)), predicted_gains(benchmark, arm)
+    gains = predicted_gains(benchmark, arm)
+    if gains.empty:
+        raise InvalidInputError(f"--arm {arm}: the benchmark run {name!r} has no such arm; "
+                                "run analyses/design_benchmark.py with it first")
+    return method_times(at_target(runs)), gains
 
 
 def choose_margin(table: pd.DataFrame) -> float:
@@ -198,12 +204,15 @@ def main() -> None:
     parser.add_argument("--arm", choices=tuple(FALLBACKS), default="optimize",
                         help="the optimize arm (mixing) the margin is judged for")
     args = parser.parse_args()
-    tune_times, tune_gains = load(args.tune, args.arm)
+    try:
+        tune_times, tune_gains = load(args.tune, args.arm)
+        test_times, test_gains = load(args.test, args.arm)
+    except InvalidInputError as error:
+        parser.error(str(error))
     table = pd.DataFrame([{"margin": float(m), **judged(with_margin(tune_times, tune_gains, m,
                                                                    args.arm))}
                           for m in MARGINS])
     margin = choose_margin(table)
-    test_times, test_gains = load(args.test, args.arm)
     before = judged(with_margin(test_times, test_gains, 0.0, args.arm))
     after = judged(with_margin(test_times, test_gains, margin, args.arm))
     print(table.to_string(index=False, float_format="%.3f"))

@@ -134,6 +134,7 @@ def synthetic_runs() -> pd.DataFrame:
                     rows.append({"network": network, "skewness": skewness, "model": "logreg",
                                  "trial": trial, "target": 0.88, "method": method,
                                  "topology": method, "weighting": "x", "n_devices": 16,
+                                 common.RUN_KEY: f"key-{network}-{skewness}-{method}",
                                  "measured_rounds": float(base + trial),
                                  "local_iterate": 100.0,
                                  "predicted_time": 100.0 * (base + trial),
@@ -173,6 +174,21 @@ def test_the_hindsight_ceiling_is_the_best_topology_s_paired_median_in_each_sett
     assert ceiling["0.8"] == pytest.approx(
         np.sqrt(best / median_ratio("optimize", "ndlf")), rel=1e-12)  # geometric mean of two
     assert ceiling["0.4"] == pytest.approx(best, rel=1e-12)
+
+
+def test_a_design_two_arms_share_counts_once_in_the_spearman():
+    runs = synthetic_runs()
+    # predictions that rank the methods partly wrong, so that weights on one matter
+    wrong = {"ndlf": 10, "ndlf-fastest": 20, "optimize-lazy-metropolis": 12, "optimize": 18}
+    runs["predicted_time"] = runs["method"].map(wrong) * 100.0 + runs["trial"]
+    base = bench.spearman_cells(bench.at_target(runs))
+    assert (base["spearman"] < 0.9).all()
+    # a third arm that gave ndlf-fastest's topology: the same runs under the same key
+    copy = runs[runs["method"] == "ndlf-fastest"].assign(method="optimize-fastest",
+                                                           topology="optimize-fastest")
+    doubled = bench.spearman_cells(bench.at_target(pd.concat([runs, copy])))
+    pd.testing.assert_series_equal(base["spearman"], doubled["spearman"])
+    assert (base["runs"] == doubled["runs"]).all()
 
 
 def test_every_optimize_arm_gets_its_wins_and_goals():

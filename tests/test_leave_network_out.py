@@ -69,6 +69,20 @@ def test_calibrate_refits_the_time_predictor_on_censored_runs():
     assert max(others) < 0.05
 
 
+def test_a_refit_keeps_the_model_its_base_was_trained_on():
+    """Refitting the MLP's predictor on a user's runs keeps optimize's weights for the MLP."""
+    from topokit.design import default_mixing, load_predictor
+
+    runs = synthetic_runs(2)
+    refit = calibrate(runs, predictor="mlp", seed=0).predictor
+    assert refit.provenance_["trained_model"] == "mlp"
+    assert default_mixing(refit) == default_mixing("mlp") == "lazy-metropolis"
+    assert refit.to_dict()["model"] != load_predictor("mlp").to_dict()["model"]  # refitted
+    plain = calibrate(runs, predictor=TrainingTimePredictor(horizon=HORIZON), seed=0).predictor
+    assert "trained_model" not in (getattr(plain, "provenance_", None) or {})
+    assert default_mixing(plain) == "fastest"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"predictor": "paper"}, "refit a TrainingTimePredictor"),

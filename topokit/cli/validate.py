@@ -216,8 +216,9 @@ def calibrate_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split."),
     refit: str = typer.Option(
         None, "--refit",
-        help="Refit a TrainingTimePredictor instead of eq. (15)'s form: 'default' (topokit's) "
-             "or its JSON file; every run counts, never-reached ones censored."),
+        help="Refit a TrainingTimePredictor instead of eq. (15)'s form: 'default' (topokit's), "
+             "'mlp' (topokit's for the MLP) or its JSON file; every run counts, never-reached "
+             "ones censored."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Fit the global-iterate predictor on measured runs and write it as JSON.

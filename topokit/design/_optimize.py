@@ -430,12 +430,13 @@ def default_mixing(predictor: Any) -> str:
     Lazy-Metropolis for eq. (15), which was fitted on and only models that gossip;
     for a fitted predictor, the default of the model it was trained on
     (:data:`DEFAULT_MIXING_BY_MODEL`, from its provenance's ``trained_model``),
-    else :data:`DEFAULT_MIXING` (module notes).
+    else :data:`DEFAULT_MIXING` (module notes).  ``predictor`` is what
+    :func:`optimize` takes: a name, a path, a predictor or None (the default).
 
-    >>> from topokit import load_predictor
-    >>> [default_mixing(load_predictor(name)) for name in ("default", "mlp", "paper")]
+    >>> [default_mixing(name) for name in ("default", "mlp", "paper")]
     ['fastest', 'lazy-metropolis', 'lazy-metropolis']
     """
+    predictor = load_predictor("default" if predictor is None else predictor)
     if isinstance(predictor, GlobalIteratePredictor):
         return "lazy-metropolis"
     trained = (getattr(predictor, "provenance_", None) or {}).get("trained_model")
@@ -838,7 +839,7 @@ def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
     if isinstance(model, GlobalIteratePredictor):
         raise InvalidInputError(
             "max_stranger_mu needs a predictor that counts DP noise, and eq. (15) does not: "
-            "use predictor='default' or a TrainingTimePredictor file")
+            "use predictor='default', 'mlp' or a TrainingTimePredictor file")
     return StrangerBound(float(max_mu), rounds, float(model.feature_settings.noise_multiplier),
                          audit_model)
 

@@ -326,7 +326,7 @@ def calibrate(
         Constrain the coefficients to be >= 0.
     seed : int, default 0
         Shuffles the folds.
-    predictor : "default", path or TrainingTimePredictor, optional
+    predictor : "default", "mlp", path or TrainingTimePredictor, optional
         Refit this :class:`~topokit.design.TrainingTimePredictor` (its
         features, settings and hyper-parameters) instead of eq. (15)'s form:
         on every run of the target, those that never reached it included
@@ -393,9 +393,24 @@ def _time_predictor(predictor: Any):
     if not isinstance(model, TrainingTimePredictor):
         raise InvalidInputError(
             "leave_network_out and calibrate(predictor=...) refit a TrainingTimePredictor "
-            f"('default', its file or object); got {type(model).__name__}"
+            f"('default', 'mlp', its file or object); got {type(model).__name__}"
         )
     return clone(model)
+
+
+def _keep_trained_model(refit: Any, base: Any) -> None:
+    """Give ``refit`` the model ``base`` (a name, path or predictor) was trained on: its
+    provenance's ``trained_model``.
+
+    A user refits the predictor of the model they train (``"mlp"`` for an MLP), and
+    :func:`topokit.design.default_mixing` reads it to choose ``optimize``'s weights.
+    """
+    from .time_predictor import load_predictor
+
+    trained = (getattr(load_predictor(base), "provenance_", None) or {}).get("trained_model")
+    if trained is not None:
+        refit.provenance_ = {**(getattr(refit, "provenance_", None) or {}),
+                             "trained_model": trained}
 
 
 def _censored_rows(chosen: _TargetRuns, features: tuple[str, ...]) -> pd.DataFrame:
@@ -442,7 +457,7 @@ def leave_network_out(runs, predictor: Any = "default", *, target: float | None 
         Runs of :func:`topokit.validate` on several networks (column
         ``network``), with the feature columns
         (:data:`topokit.design.validation.FEATURE_COLUMNS`).
-    predictor : "default", path or TrainingTimePredictor, default "default"
+    predictor : "default", "mlp", path or TrainingTimePredictor, default "default"
         What to refit (its features, settings and hyper-parameters).
     target : float, optional
         Default: the highest target of the table.
@@ -509,6 +524,7 @@ def _calibrate_time_predictor(frame: pd.DataFrame, predictor: Any, target: float
     rows = _censored_rows(_select_target(frame, target), tuple(model.features))
     chosen_target = float(rows["target"].iloc[0]) if len(rows) else float("nan")
     fitted = _fit_time_predictor(clone(model), rows)
+    _keep_trained_model(fitted, predictor)
     groups = rows["topology"].astype(str).to_numpy()
     folds = min(cv, len(np.unique(groups)))
     out_of_fold = np.full(len(rows), np.nan)

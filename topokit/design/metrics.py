@@ -178,7 +178,7 @@ def _check_arguments(net: Any, topology: Any, predictor: Any, noise_variance: An
         raise InvalidInputError(
             f"predictor must be a topokit GlobalIteratePredictor, a TrainingTimePredictor or "
             f"None; got {type(predictor).__name__}. Read one with "
-            "topokit.load_predictor('default' | 'paper' | path)"
+            "topokit.load_predictor('default' | 'paper' | 'mlp' | path)"
         )
     if noise_variance is not None and (
         isinstance(noise_variance, bool) or not isinstance(noise_variance, Real)

@@ -24,7 +24,8 @@ not reached (or the topology is disconnected).  The features are those of
 
 :func:`load_predictor` gives ``"paper"`` (eq. 15, unchanged), ``"default"``
 (the predictor shipped in topokit's data, fitted by
-``analyses/predictor_corpus.py``) or a JSON file written by ``save`` (either
+``analyses/predictor_corpus.py`` on logistic-regression runs), ``"mlp"`` (the
+one fitted on MLP runs, ``--model mlp``) or a JSON file written by ``save`` (either
 kind).  :func:`predict_topology` computes a topology's features and predicts
 its rounds in one call.
 """

@@ -53,7 +53,7 @@ from .features import FeatureSettings, topology_features
 from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
-from .time_predictor import load_predictor
+from .time_predictor import _NAMES_TEXT, load_predictor
 
 __all__ = [
     "validate",
@@ -765,8 +765,8 @@ def _check_predictor(predictor: Any) -> Any:
         if hasattr(predictor, "predict_network"):  # a TrainingTimePredictor
             return predictor
         raise InvalidInputError(
-            "predictor must be 'default', 'paper', 'mlp', a predictor file or a topokit "
-            f"predictor; got {type(predictor).__name__}"
+            f"predictor must be {_NAMES_TEXT}, a predictor file or a topokit predictor; "
+            f"got {type(predictor).__name__}"
         )
     if predictor.use_noise_variance and not predictor.is_fitted:
         raise NotFittedError(
