@@ -147,7 +147,7 @@ from topokit.design import default_mixing  # noqa: E402
 from topokit.design._autotag import autotag  # noqa: E402
 from topokit.design.baselines import dlfdp, erg, exponential_graph, ndlf  # noqa: E402
 from topokit.design.siot import siot  # noqa: E402
-from topokit.design.time_predictor import SHIPPED_PREDICTORS, load_predictor  # noqa: E402
+from topokit.design.time_predictor import SHIPPED_FOR_MODEL, load_predictor  # noqa: E402
 from topokit.design.validation import _partition_counts, curves_path, timings_path  # noqa: E402
 from topokit.errors import InvalidInputError  # noqa: E402
 from topokit.training import load_digits  # noqa: E402
@@ -186,7 +186,7 @@ TRAIN = {"rounds": ROUNDS, "lr": 0.2, "lr_decay": 0.99}
 METHODS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random-best")
 #: The predictor of each model: what a user training it passes to ``optimize`` (the shipped
 #: fit of that model's runs) and what predicts its runs here.
-PREDICTORS = {model: name for name, model in SHIPPED_PREDICTORS.items()}
+PREDICTORS = SHIPPED_FOR_MODEL
 #: optimize arm -> the mixing it is asked for (optimize(mixing=...); None: its default).
 OPTIMIZE_ARMS = {"optimize": None, "optimize-lazy-metropolis": "lazy-metropolis",
                  "optimize-metropolis": "metropolis", "optimize-fastest": "fastest"}
@@ -330,11 +330,12 @@ def optimize_arms(net: topokit.Network, counts: np.ndarray, seed: int,
     gives from these runs, the NDLF arms' and ``stats["ndlf_margin"]["predicted_gain"]``.
     """
     entries, stats, designed = {}, {}, {}
+    # optimize's default is one of the named weightings: the same call, searched once
+    default = default_mixing(predictor)
     for arm, mixing in OPTIMIZE_ARMS.items():
         if arm not in methods:
             continue
-        # optimize's default is one of the named weightings: the same call, searched once
-        mixing = mixing or default_mixing(load_predictor(predictor))
+        mixing = mixing or default
         if mixing not in designed:
             designed[mixing] = optimize(net, predictor=predictor, class_counts=counts,
                                         seed=keyed_seed(seed, _OPTIMIZE_KEY), mixing=mixing,
@@ -689,10 +690,8 @@ def hindsight_ceiling(rows: pd.DataFrame, reference: str = "ndlf") -> dict:
     """
     wide = rows.pivot_table(index=[*SETTING, "trial"], columns="topology", values="censored")
     medians = wide.div(wide[reference], axis=0).groupby(level=SETTING).median()
-    best = medians.min(axis=1).rename("ratio").reset_index()
-    speedup = lambda part: float(np.exp(-np.log(part["ratio"]).mean()))  # noqa: E731
-    result = {f"{k:g}": speedup(part) for k, part in best.groupby("skewness")}
-    return {**result, ">=0.4": speedup(best[best["skewness"] >= 0.4]), "all": speedup(best)}
+    best = medians.min(axis=1).rename("ratio").reset_index().assign(method="hindsight")
+    return {key: speedups["hindsight"] for key, speedups in geometric_speedups(best).items()}
 
 
 def never_counts(rows: pd.DataFrame, ratios: pd.DataFrame) -> dict:

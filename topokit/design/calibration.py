@@ -384,9 +384,7 @@ def calibrate(
 # ---------------------------------------------------------------------------------------------
 
 def _time_predictor(predictor: Any):
-    """A TrainingTimePredictor (unfitted clone) from a name, a path or an object."""
-    from sklearn.base import clone
-
+    """The TrainingTimePredictor a name, a path or an object gives (callers fit clones)."""
     from .time_predictor import TrainingTimePredictor, load_predictor
 
     model = load_predictor(predictor)
@@ -395,19 +393,17 @@ def _time_predictor(predictor: Any):
             "leave_network_out and calibrate(predictor=...) refit a TrainingTimePredictor "
             f"('default', 'mlp', its file or object); got {type(model).__name__}"
         )
-    return clone(model)
+    return model
 
 
 def _keep_trained_model(refit: Any, base: Any) -> None:
-    """Give ``refit`` the model ``base`` (a name, path or predictor) was trained on: its
-    provenance's ``trained_model``.
+    """Give ``refit`` the model the predictor ``base`` was trained on: its provenance's
+    ``trained_model`` (which cloning drops).
 
     A user refits the predictor of the model they train (``"mlp"`` for an MLP), and
     :func:`topokit.design.default_mixing` reads it to choose ``optimize``'s weights.
     """
-    from .time_predictor import load_predictor
-
-    trained = (getattr(load_predictor(base), "provenance_", None) or {}).get("trained_model")
+    trained = (getattr(base, "provenance_", None) or {}).get("trained_model")
     if trained is not None:
         refit.provenance_ = {**(getattr(refit, "provenance_", None) or {}),
                              "trained_model": trained}
@@ -524,7 +520,7 @@ def _calibrate_time_predictor(frame: pd.DataFrame, predictor: Any, target: float
     rows = _censored_rows(_select_target(frame, target), tuple(model.features))
     chosen_target = float(rows["target"].iloc[0]) if len(rows) else float("nan")
     fitted = _fit_time_predictor(clone(model), rows)
-    _keep_trained_model(fitted, predictor)
+    _keep_trained_model(fitted, model)
     groups = rows["topology"].astype(str).to_numpy()
     folds = min(cv, len(np.unique(groups)))
     out_of_fold = np.full(len(rows), np.nan)

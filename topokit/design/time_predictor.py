@@ -114,6 +114,8 @@ DEFAULT_FEATURES = (
 PREDICTOR_NAMES = ("default", "paper", "mlp")
 #: The shipped fits: name -> the model whose runs it was fitted on.
 SHIPPED_PREDICTORS = {"default": "logreg", "mlp": "mlp"}
+#: The shipped fit of each of topokit's models (the inverse of :data:`SHIPPED_PREDICTORS`).
+SHIPPED_FOR_MODEL = {model: name for name, model in SHIPPED_PREDICTORS.items()}
 
 # The classifier's decision: reached when P(reach) >= 1/2.
 _THRESHOLD = 0.5

@@ -859,11 +859,10 @@ def _shipped_predictor(model: Any) -> str:
     ('mlp', 'default')
     """
     from ..training.models import MLP
-    from .time_predictor import SHIPPED_PREDICTORS
+    from .time_predictor import SHIPPED_FOR_MODEL
 
     trained = "mlp" if isinstance(model, MLP) else model
-    by_model = {fitted_on: name for name, fitted_on in SHIPPED_PREDICTORS.items()}
-    return by_model.get(trained, "default") if isinstance(trained, str) else "default"
+    return SHIPPED_FOR_MODEL.get(trained, "default") if isinstance(trained, str) else "default"
 
 
 def _optimized(net: Network, settings: _Settings) -> Topology:
