@@ -1,5 +1,19 @@
 """Helpers shared by the analysis scripts: output folder, machine description, JSON and table
-dumps, the ``--quick`` command line."""
+dumps, the ``--quick`` command line, and the saved runs of the predictor corpus and the
+design benchmark (:func:`cached_runs`).
+
+The saved runs: the runs of each setting live in one Parquet file, each run with a key
+(column ``run_key``, :func:`run_key`) digesting everything it depends on: the network,
+the topology with its DP devices and weights, its weighting, the skewness, the model,
+the trial seeds, the targets, the training settings, the data and what the training code
+does (:func:`training_digest`).  A later call reuses a topology's runs only under the key
+its inputs give now and trains the rest (through :func:`topokit.validate`'s resumable
+pieces, so an interrupted setting resumes); runs of topologies not asked for now stay
+saved.  Files written before run keys are read too: while the training code gives the
+results it gave them (:data:`LEGACY_TRAINING`), their runs are adopted when every
+trial's seed, targets and the topology's structural metrics match
+(:func:`adopt_legacy`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from topokit._io import atomic_write_text
+from topokit._io import atomic_write_text, dumps_json
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -41,7 +55,8 @@ def machine() -> dict[str, Any]:
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:
-    return atomic_write_text(out_path(name), json.dumps(payload, indent=2, default=float) + "\n")
+    """Write ``payload`` to out/<name> as strict JSON (non-finite numbers as ``null``)."""
+    return atomic_write_text(out_path(name), dumps_json(payload, indent=2))
 
 
 def write_table(name: str, frame, columns: Sequence[tuple[str, str, str]]) -> str:
@@ -61,6 +76,32 @@ def write_table(name: str, frame, columns: Sequence[tuple[str, str, str]]) -> st
     return text
 
 
+def parse_subset(text: str, choices: Sequence[str], option: str, noun: str,
+                 empty: str) -> tuple[str, ...]:
+    """The names of a comma-separated ``option`` value, in the order of ``choices``.
+
+    An unknown name, or none, ends in one line that lists the choices.
+
+    Examples
+    --------
+    >>> parse_subset("c, a", ("a", "b", "c"), "--letters", "letter", "no letter given")
+    ('a', 'c')
+    >>> parse_subset("a,z", ("a", "b"), "--abc", "letter", "none")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: --abc: unknown letter 'z'; give a ... subset of a,b
+    """
+    from topokit.errors import InvalidInputError
+
+    names = [name.strip() for name in str(text).split(",") if name.strip()]
+    unknown = [name for name in names if name not in choices]
+    if unknown or not names:
+        got = f"unknown {noun} {unknown[0]!r}" if unknown else empty
+        raise InvalidInputError(f"{option}: {got}; give a comma-separated subset of "
+                                f"{','.join(choices)}")
+    return tuple(name for name in choices if name in names)
+
+
 def run_quick(main: Callable[[bool], Any]) -> None:
     """Call ``main(quick)`` with the script's ``--quick`` flag."""
     parser = argparse.ArgumentParser()
@@ -75,6 +116,20 @@ def run_quick(main: Callable[[bool], Any]) -> None:
 
 #: The column of a saved run holding the digest of everything the run depends on.
 RUN_KEY = "run_key"
+
+#: Structural metrics of validate's runs table that identify a topology's graph and DP set
+#: (the exposure counts depend on which devices are DP, not only how many; the first
+#: corpus runs did not record them, so they are compared where recorded): runs saved
+#: before run keys are adopted only when they match.
+LEGACY_COLUMNS = ("n_links", "n_dp_devices", "phi", "hitting_time", "spectral_gap",
+                  "local_iterate")
+LEGACY_OPTIONAL = ("stranger_pairs", "exposed_pairs")
+
+#: training_digest() of the training code that the runs saved before run keys (in both
+#: scripts' parts) were made with: runs of each retrained now gave the same rounds and
+#: accuracies to the bit (NDLF, DLFDP and a random DP topology, with and without skew).
+#: Those runs are adopted only while the training code still gives this digest.
+LEGACY_TRAINING = "642afd88fb098e882823a5b730cde4c7a5590a79f2ac9c65ea84da5fe093afa1"
 
 
 def digest(*parts: Any) -> str:
@@ -99,6 +154,62 @@ def digest(*parts: Any) -> str:
         hasher.update(part if isinstance(part, bytes) else
                       json.dumps(part, sort_keys=True, default=str).encode())
     return hasher.hexdigest()
+
+
+def data_digest(X, y) -> str:
+    """The digest of the data a run trains on."""
+    import numpy as np
+
+    return digest(np.ascontiguousarray(X).tobytes(), np.ascontiguousarray(y).tobytes())
+
+
+def run_key(network: str, entry, settings: dict) -> str:
+    """The key of a topology's runs: a digest of all they depend on.
+
+    ``network`` is the network's digest (:func:`network_digest`); ``entry`` (a
+    :class:`topokit.validation.corpus.CorpusEntry`) gives the weighting and the
+    topology (links, DP devices, weights); ``settings`` the rest (skewness,
+    validate's seed, targets, training options, the data's digest...).  Trial t
+    of a topology depends on these and t only (validate seeds trial t alike
+    whatever else it trains), not on how the topology was made: two methods that
+    give the same topology share a key.
+    """
+    return digest(network, entry.weighting, entry.topology.to_dict(), settings)
+
+
+def training_digest() -> str:
+    """What the training code does now: a digest of two tiny seeded runs.
+
+    Logistic regression and the MLP on the toy network, two DP devices,
+    Metropolis-Hastings weights, skewness 0.5, 5 rounds; the final models and
+    accuracies to 9 decimals.  It is part of every run key, so a change of the
+    training code that changes results makes every saved run stale.  Computed
+    once per process.
+    """
+    if not _TRAINING_DIGEST:  # a list, not functools.cache: joblib pickles __main__'s globals
+        _TRAINING_DIGEST.append(_reference_runs_digest())
+    return _TRAINING_DIGEST[0]
+
+
+_TRAINING_DIGEST: list[str] = []
+
+
+def _reference_runs_digest() -> str:
+    import numpy as np
+
+    import topokit
+    from topokit.design.baselines import ndlf
+    from topokit.training import load_digits, train
+
+    net = topokit.load_example("toy")
+    plain = topokit.Topology(ndlf(net).edges, net.nodes[:2])
+    topology = topokit.design.metropolis_hastings_topology(plain, net)
+    X, y = load_digits()
+    parts = []
+    for model in ("logreg", "mlp"):
+        run = train(net, topology, X, y, rounds=5, partition=0.5, seed=0, model=model)
+        parts += [np.round(run.final_params, 9).tobytes(), np.round(run.accuracy, 9).tobytes()]
+    return digest(*parts)
 
 
 def network_digest(net) -> str:
@@ -224,6 +335,29 @@ def adopt_legacy(saved, expected, keys: dict[str, str], targets, columns, option
     return saved
 
 
+def adopt_from(saved, sources, expected, keys: dict[str, str], trials: int, targets):
+    """``saved`` with runs adopted from ``sources`` (tables written before run keys, the
+    first preferred) for the topologies whose runs are not saved under their key.
+
+    ``expected``: :func:`legacy_metrics` of the topologies; a source's runs of a
+    topology are adopted only when they match it (:func:`adopt_legacy`).  A source
+    may be ``saved`` itself (a file that holds runs of both kinds).
+    """
+    import pandas as pd
+
+    for source in sources:
+        open_names = reusable_runs(saved, keys, trials)[1]
+        if not open_names:
+            break
+        adopted = adopt_legacy(source, expected[expected["topology"].isin(open_names)], keys,
+                               targets, LEGACY_COLUMNS, LEGACY_OPTIONAL)
+        adopted = adopted[adopted[RUN_KEY].notna() & adopted["topology"].isin(open_names)]
+        if len(adopted):
+            saved = pd.concat([saved[~saved["topology"].isin(adopted["topology"])], adopted],
+                              ignore_index=True)
+    return saved
+
+
 def _legacy_trial_matches(rows, want, targets, columns) -> bool:
     import numpy as np
 
@@ -234,6 +368,25 @@ def _legacy_trial_matches(rows, want, targets, columns) -> bool:
     return all(c in rows.columns and np.allclose(rows[c].to_numpy(float), float(want[c].iloc[0]),
                                                  rtol=1e-9, atol=0.0, equal_nan=True)
                for c in columns)
+
+
+def legacy_metrics(net, entries: dict, seed: int, trials: int):
+    """One row per (topology, trial): its seed and :data:`LEGACY_COLUMNS` (and
+    :data:`LEGACY_OPTIONAL`), what a run saved before run keys must show to be adopted."""
+    import pandas as pd
+
+    import topokit
+    from topokit.validation import trial_seed
+
+    rows = []
+    for name, entry in entries.items():
+        metrics = topokit.evaluate(net, entry.topology)
+        values = {column: float(getattr(metrics, column))
+                  for column in (*LEGACY_COLUMNS, *LEGACY_OPTIONAL)}
+        rows += [{"topology": name, "trial": t, "seed": trial_seed(seed, t), **values}
+                 for t in range(trials)]
+    return pd.DataFrame(rows, columns=["topology", "trial", "seed", *LEGACY_COLUMNS,
+                                       *LEGACY_OPTIONAL])
 
 
 def merge_runs(saved, trained, keys: dict[str, str]):
@@ -273,3 +426,46 @@ def write_runs(path: Path, frame) -> Path:
     from topokit._io import atomic_write_bytes
 
     return atomic_write_bytes(path, frame.to_parquet(index=False))
+
+
+def cached_runs(path: Path, keys: dict[str, str], trials: int,
+                train: Callable[[list[str], Path], Any], *, saved=None, fresh: bool = False):
+    """(runs reused, runs trained now) of every topology of ``keys`` (name -> run key).
+
+    The runs saved at ``path`` (or ``saved``, e.g. with legacy runs adopted) are
+    reused where :func:`reusable_runs` allows; ``train(missing, scratch)`` trains
+    the others, its :func:`topokit.validate` writing its resumable pieces beside
+    ``path`` at ``scratch`` (named for the job, so an interrupted call resumes).
+    The file then keeps :func:`merge_runs`'s runs and the scratch files are
+    removed.  ``fresh`` trains every topology again.  The trained runs get their
+    run key.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> def train(missing, scratch):
+    ...     return pd.DataFrame({"topology": missing, "trial": 0})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "cell.runs.parquet"
+    ...     _, first = cached_runs(path, {"ring": "k1"}, 1, train)
+    ...     reused, again = cached_runs(path, {"ring": "k1", "star": "k2"}, 1, train)
+    >>> first["topology"].tolist(), reused["topology"].tolist(), again["run_key"].tolist()
+    (['ring'], ['ring'], ['k2'])
+    """
+    from topokit.validation import curves_path, timings_path
+
+    saved = read_runs(path) if saved is None else saved
+    reused, missing = reusable_runs(saved, keys, trials)
+    if fresh:
+        reused, missing = reused.iloc[:0], list(keys)
+    if not missing:
+        return reused, reused.iloc[:0]
+    stem = path.name.removesuffix(".parquet").removesuffix(".runs")
+    scratch = path.with_name(f"{stem}.training-{digest(sorted(keys[n] for n in missing))[:16]}"
+                             ".parquet")
+    trained = train(missing, scratch)
+    write_runs(path, merge_runs(saved, trained, keys))
+    for leftover in (scratch, curves_path(scratch), timings_path(scratch)):
+        leftover.unlink(missing_ok=True)
+    return reused, trained.assign(**{RUN_KEY: trained["topology"].map(keys).astype(object)})

@@ -6,26 +6,21 @@ unreachable, compute times U(1, 20) s), compares AutoTag's pseudo training time 
 ``topokit.baselines.optimum`` (exhaustive search over every link set).  Writes
 analyses/out/autotag_optimality.json and .png.
 
-Run: python analyses/autotag_optimality.py [--networks 20] [--seed 0]
+Run: python -m analyses.autotag_optimality [--networks 20] [--seed 0]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import autotag  # noqa: E402
-from topokit.design.baselines import optimum  # noqa: E402
-from topokit.plotting.design import save_figure  # noqa: E402
-from topokit.testing.naive_autotag import random_network  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import autotag
+from topokit.design.baselines import optimum
+from topokit.plotting.design import save_figure
+from topokit.testing.naive_autotag import random_network
 
 
 def relative_gaps(n_devices: int, networks: int, seed: int) -> np.ndarray:

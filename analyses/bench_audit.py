@@ -1,14 +1,14 @@
-"""Benchmark: the network-privacy audit (``topokit.design.audit.privacy_audit``) against its
+"""Benchmark: the network-privacy audit (``topokit.audit.privacy_audit``) against its
 direct dense twin (``topokit.testing.naive_audit``) and against the work its methods must do.
 
 Run from the repository root, on an otherwise idle machine:
 
-    python analyses/bench_audit.py            # n = 50, 100, 200, 500 devices, T = 50
-    python analyses/bench_audit.py --sizes 500x50 2000x100 -j 2               # the issue's goals
-    python analyses/bench_audit.py --sizes 2000x100 --links-per-device 3 -j 2 # sparse links
-    python analyses/bench_audit.py --large    # the default sizes and 2,000 devices x 100 rounds
-    python analyses/bench_audit.py --quick    # n = 12, 24, T = 10: checks the script runs
-    python analyses/bench_audit.py --model dsgd   # the D-SGD mode (T delayed shifts per owner)
+    python -m analyses.bench_audit            # n = 50, 100, 200, 500 devices, T = 50
+    python -m analyses.bench_audit --sizes 500x50 2000x100 -j 2               # the issue's goals
+    python -m analyses.bench_audit --sizes 2000x100 --links-per-device 3 -j 2 # sparse links
+    python -m analyses.bench_audit --large    # the default sizes and 2,000 devices x 100 rounds
+    python -m analyses.bench_audit --quick    # n = 12, 24, T = 10: checks the script runs
+    python -m analyses.bench_audit --model dsgd   # the D-SGD mode (T delayed shifts per owner)
 
 Networks: ``siot_like(n, seed)`` of ``bench_autotag.py`` (owners with 2-4 devices, a sparse
 social tree), topologies ``random_topology(net, n_dp=n // 5, seed)``, z = 1.  By default the
@@ -41,24 +41,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "analyses"))
-
-from bench_autotag import siot_like  # noqa: E402
-
-from topokit.design import _audit_kernels as kernels  # noqa: E402
-from topokit.design.audit import _noise_vector, _problem, privacy_audit  # noqa: E402
-from topokit.design.baselines import random_topology  # noqa: E402
-from topokit.testing.naive_audit import naive_privacy_audit  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from analyses.bench_autotag import siot_like
+from topokit.audit import _kernels as kernels
+from topokit.audit.core import _noise_vector, _problem, privacy_audit
+from topokit.design.baselines import random_topology
+from topokit.testing.naive_audit import naive_privacy_audit
 
 #: Multiply-adds the twin may spend on one size (about a few minutes of LAPACK SVDs).
 NAIVE_BUDGET = 1e11

@@ -22,12 +22,12 @@ Two parts (``--parts``, both by default):
 
 Run from the repository root:
 
-    python analyses/bench_autotag.py                     # both parts (hours; an idle machine)
-    python analyses/bench_autotag.py --quick             # smoke run: 16, 32 and 32, 64, one seed
-    python analyses/bench_autotag.py --parts scale --sizes 64 128 --seeds 1 2
+    python -m analyses.bench_autotag                     # both parts (hours; an idle machine)
+    python -m analyses.bench_autotag --quick             # smoke run: 16, 32 and 32, 64, one seed
+    python -m analyses.bench_autotag --parts scale --sizes 64 128 --seeds 1 2
 
 Networks: SIoT-like, made by :func:`siot_like` below (owners with 2-4 devices, a
-social tree between owners; ``--network siot`` uses :func:`topokit.design.siot.siot`
+social tree between owners; ``--network siot`` uses :func:`topokit.network.siot.siot`
 instead).  The network of size n and seed s is ``siot_like(n, s + n)``; optimize and
 ERG take the seed s.  ``--quick`` writes ``*_quick`` files, so a smoke run never
 replaces the full run's.  The machine's load average is recorded: on a shared
@@ -40,7 +40,6 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -49,16 +48,14 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from topokit import Network, evaluate, load_predictor
+from topokit._io import atomic_paths, dumps_json
+from topokit.design import autotag
+from topokit.design.baselines import dlfdp, erg, ndlf
+from topokit.errors import TopokitError
+from topokit.testing.naive_autotag import naive_autotag
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from topokit import Network, evaluate, load_predictor  # noqa: E402
-from topokit._io import atomic_paths, dumps_json  # noqa: E402
-from topokit.design import autotag  # noqa: E402
-from topokit.design.baselines import dlfdp, erg, ndlf  # noqa: E402
-from topokit.errors import TopokitError  # noqa: E402
-from topokit.testing.naive_autotag import naive_autotag  # noqa: E402
-
 OUT = ROOT / "analyses" / "out"
 
 #: The sizes of issue 19, part 2, and of the smoke run.
@@ -115,7 +112,7 @@ def siot_like(n_devices: int, seed: int) -> Network:
 def make_network(kind: str, n_devices: int, seed: int) -> Network:
     """The benchmark's network of ``n_devices`` for ``seed`` (module docstring)."""
     if kind == "siot":
-        from topokit.design.siot import siot
+        from topokit.network.siot import siot
 
         return siot(n_devices, seed=seed + n_devices)
     return siot_like(n_devices, seed + n_devices)
@@ -534,7 +531,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-exact-above", type=int, default=256,
                         help="scale: no exact AutoTag beyond this many devices (default 256)")
     parser.add_argument("--network", choices=("siot-like", "siot"), default="siot-like",
-                        help="scale: this script's siot_like or topokit.design.siot.siot")
+                        help="scale: this script's siot_like or topokit.network.siot.siot")
     parser.add_argument("--jobs", type=int, default=2,
                         help="scale: threads for optimize and AutoTag (results do not depend "
                              "on it)")

@@ -25,26 +25,22 @@ analyses/out/bench_fmmc.png.
 
 Run from the repository root::
 
-    python analyses/bench_fmmc.py --quick   # n = 16 and 64 only, about a minute
-    python analyses/bench_fmmc.py           # all four sizes; n = 1,000 takes 15-60 s
+    python -m analyses.bench_fmmc --quick   # n = 16 and 64 only, about a minute
+    python -m analyses.bench_fmmc           # all four sizes; n = 1,000 takes 15-60 s
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit.kernels import fastest_mixing_weights, lazy_metropolis, metropolis  # noqa: E402
-from topokit.plotting._style import save_figure  # noqa: E402
-
-from _common import machine, out_path, run_quick, write_json  # noqa: E402
+from analyses._common import machine, out_path, run_quick, write_json
+from topokit.kernels import fastest_mixing_weights, lazy_metropolis, metropolis
+from topokit.plotting._style import save_figure
 
 SIZES = (16, 64, 256, 1000)
 QUICK_SIZES = (16, 64)

@@ -10,25 +10,20 @@
    ``gfl.run_many``, against 13 separate ``gfl.run`` calls.
 
 Writes analyses/out/bench_gfl.json and bench_gfl.md.
-Run: python analyses/bench_gfl.py   (about 30 s on 2 cores)
+Run: python -m analyses.bench_gfl   (about 30 s on 2 cores)
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import gfl  # noqa: E402
-from topokit._io import atomic_write_text  # noqa: E402
-from topokit.gfl import core  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import gfl
+from topokit._io import atomic_write_text
+from topokit.gfl import core
 
 SEED = 5
 

@@ -1,8 +1,8 @@
 """Speed of topokit.learn's default solver against a well-tuned numpy FBF and cvxpy.
 
-    python analyses/bench_graph_learning.py             # full run: idle machine, a few minutes
-    python analyses/bench_graph_learning.py --quick     # small sizes: a correctness smoke test
-    python analyses/bench_graph_learning.py --repeats 5
+    python -m analyses.bench_graph_learning             # full run: idle machine, a few minutes
+    python -m analyses.bench_graph_learning --quick     # small sizes: a correctness smoke test
+    python -m analyses.bench_graph_learning --repeats 5
 
 Signals: 200 smooth signals on d random points of the unit square (three smooth
 fields plus 0.1 white noise), z normalised to mean 1, alpha = 1, beta = 0.5.
@@ -42,7 +42,6 @@ import math
 import multiprocessing as mp
 import queue as queue_module
 import subprocess
-import sys
 import time
 import tracemalloc
 from functools import partial
@@ -53,12 +52,10 @@ import pandas as pd
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit._io import atomic_write_text  # noqa: E402
-from topokit.learn.problems import log_degree_problem_fixed, solve_problem  # noqa: E402
-from topokit.learn.solvers import (  # noqa: E402
+from analyses._common import machine, out_path
+from topokit._io import atomic_write_text
+from topokit.learn.problems import log_degree_problem_fixed, solve_problem
+from topokit.learn.solvers import (
     DEFAULT_TOL,
     _fbf_numba,
     _newton_numba,
@@ -67,8 +64,6 @@ from topokit.learn.solvers import (  # noqa: E402
     log_degree_objective,
     pairwise_sq_distances,
 )
-
-from _common import machine, out_path  # noqa: E402
 
 ALPHA, BETA = 1.0, 0.5
 #: learn_graph's defaults: iteration cap and the FBF tolerance (relative iterate change).

@@ -32,15 +32,14 @@ tables and ratios, writes analyses/out/bench_kernels.json and bench_kernels.png.
 
 Run from the repository root::
 
-    python analyses/bench_kernels.py            # about 2-3 minutes on 2 idle cores
-    python analyses/bench_kernels.py --quick    # smaller workloads, a smoke test
+    python -m analyses.bench_kernels            # about 2-3 minutes on 2 idle cores
+    python -m analyses.bench_kernels --quick    # smaller workloads, a smoke test
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,19 +47,16 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import lazy_metropolis, max_hitting_time, spectral_gap  # noqa: E402
-from topokit.design.batch import random_connected_adjacency  # noqa: E402
-from topokit.kernels import (  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import lazy_metropolis, max_hitting_time, spectral_gap
+from topokit.design.batch import random_connected_adjacency
+from topokit.kernels import (
     hitting_time_and_gap,
     hitting_time_bounds,
     sparse_spectral_gap,
 )
-from topokit.plotting._style import save_figure  # noqa: E402
-from topokit.testing import naive_kernels as naive  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from topokit.plotting._style import save_figure
+from topokit.testing import naive_kernels as naive
 
 #: The per-graph reference is timed on at most this many graphs of a stack.
 REFERENCE_GRAPHS = 200

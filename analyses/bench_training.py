@@ -20,8 +20,8 @@ checks that both give the same numbers for the same seed.
 
 Run from the repository root::
 
-    python analyses/bench_training.py            # writes analyses/out/bench_training.{json,png}
-    python analyses/bench_training.py --quick    # fewer rounds and repeats, for a smoke test
+    python -m analyses.bench_training            # writes analyses/out/bench_training.{json,png}
+    python -m analyses.bench_training --quick    # fewer rounds and repeats, for a smoke test
 """
 
 from __future__ import annotations
@@ -31,23 +31,19 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+from topokit._io import atomic_path, atomic_write_text
+from topokit.network.core import Network, Topology
+from topokit.testing.naive_training import naive_train
+from topokit.training import DPConfig, load_digits, train
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.design.network import Network, Topology  # noqa: E402
-from topokit.testing.naive_training import naive_train  # noqa: E402
-from topokit.training import DPConfig, load_digits, train  # noqa: E402
-
 OUT = ROOT / "analyses" / "out"
 
 
@@ -187,7 +183,7 @@ def main(argv=None):
     print(uptime_after, flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     report = {
-        "command": "python analyses/bench_training.py" + (" --quick" if args.quick else ""),
+        "command": "python -m analyses.bench_training" + (" --quick" if args.quick else ""),
         "machine": {
             "python": platform.python_version(),
             "numpy": np.__version__,

@@ -4,24 +4,20 @@ Degree deviation (mean absolute deviation of the degrees from 4) against the
 hitting time H and against 1 / spectral gap, with their Spearman correlations.
 The paper shows both growing with the deviation; it gives no correlation value.
 
-Run: python analyses/fig3_random_topologies.py [--count 10000] [--seed 0]
+Run: python -m analyses.fig3_random_topologies [--count 10000] [--seed 0]
 Writes analyses/out/fig3_random_topologies.{json,png,parquet}.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topokit.design.batch import RandomEnsemble, batch_analyze  # noqa: E402
-from topokit.plotting.design import degree_deviation_figure, save_figure  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit.design.batch import RandomEnsemble, batch_analyze
+from topokit.plotting.design import degree_deviation_figure, save_figure
 
 
 def main() -> None:

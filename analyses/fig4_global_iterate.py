@@ -12,7 +12,7 @@ and the same for the fit with the noise variance U.
 The paper fixes U and plots G over (H, phi) at 68 % on CIFAR10; here the model
 is logistic regression on digits, so the thresholds are 85 % and 90 %.
 
-Run: python analyses/fig4_global_iterate.py [--network siot16] [--count 200] [--trials 3]
+Run: python -m analyses.fig4_global_iterate [--network siot16] [--count 200] [--trials 3]
      [--targets 0.85,0.9] [--quick] [--n-jobs 2]
 Writes analyses/out/fig4_global_iterate.{json,png} (the plane of the highest
 target) and the runs table fig4_global_iterate.parquet.
@@ -21,21 +21,17 @@ target) and the runs table fig4_global_iterate.parquet.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 from sklearn.metrics import r2_score
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topokit import load_example  # noqa: E402
-from topokit.design.predictor import PAPER_COEFFICIENTS, PAPER_INTERCEPT  # noqa: E402
-from topokit.design.validation import calibrate, validate  # noqa: E402
-from topokit.plotting.design import global_iterate_figure, save_figure  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import load_example
+from topokit.design.predictor import PAPER_COEFFICIENTS, PAPER_INTERCEPT
+from topokit.plotting.design import global_iterate_figure, save_figure
+from topokit.validation.core import calibrate, validate
 
 PAPER = (PAPER_COEFFICIENTS["hitting_time"], PAPER_COEFFICIENTS["phi"], PAPER_INTERCEPT)
 

@@ -9,25 +9,20 @@ mu = 0.5, sigma_g^2 = 0.6, L = 5, 300 iterations, 20 repetitions.  Reports the
 test error of the centroid model per scheme (and the MSD to w^o).
 Writes analyses/out/gfl_classification*.png/.csv/.md/.json.
 
-Run: python analyses/gfl_classification.py   (well under a minute)
+Run: python -m analyses.gfl_classification   (well under a minute)
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import gfl  # noqa: E402
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.plotting.gfl import plot_msd, plot_test_error  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import gfl
+from topokit._io import atomic_path, atomic_write_text
+from topokit.plotting.gfl import plot_msd, plot_test_error
 
 ITERATIONS, REPS, SEED = 300, 20, 11
 

@@ -9,24 +9,19 @@ at sigma_g^2 = 0.02) over 30.  A run "fails" when its steady-state MSD is
 above the starting MSD ||w^o||^2 (learning made things worse) or it diverges.
 Writes analyses/out/gfl_mvu_*.png, gfl_mvu.csv, gfl_mvu_summary.md/.json.
 
-Run: python analyses/gfl_models_vs_updates.py   (about a minute on 2 cores)
+Run: python -m analyses.gfl_models_vs_updates   (about a minute on 2 cores)
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import gfl  # noqa: E402
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.plotting.gfl import plot_msd, plot_sweep  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import gfl
+from topokit._io import atomic_path, atomic_write_text
+from topokit.plotting.gfl import plot_msd, plot_sweep
 
 ITERATIONS, SEED = 300, 7
 SIGMAS = (0.01, 0.05, 0.1, 0.5, 2.0, 10.0, 50.0, 200.0)  # the paper's four, then beyond

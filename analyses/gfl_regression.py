@@ -10,24 +10,19 @@ sigma_g^2 = 0.1, no client-to-server noise.  Writes to analyses/out/:
 - gfl_regression_mu.png: steady state vs mu in {0.1, 0.5, 1, 5} (divergence recorded);
 - gfl_regression.csv (all curves), gfl_regression_summary.md / .json.
 
-Run: python analyses/gfl_regression.py   (about a minute on 2 cores)
+Run: python -m analyses.gfl_regression   (about a minute on 2 cores)
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from topokit import gfl  # noqa: E402
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.plotting.gfl import plot_msd, plot_sweep  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import gfl
+from topokit._io import atomic_path, atomic_write_text
+from topokit.plotting.gfl import plot_msd, plot_sweep
 
 ITERATIONS, REPS, SEED = 600, 10, 2024
 SIGMAS = (0.001, 0.01, 0.1, 1.0, 2.0, 10.0)

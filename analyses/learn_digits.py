@@ -1,6 +1,6 @@
 """Real-data example: scikit-learn's digits as a federated graph-learning task (Table V style).
 
-    python analyses/learn_digits.py [--quick]
+    python -m analyses.learn_digits [--quick]
 
 Nodes: 10 images of each of the digits 0, 1, 6 (30 nodes, fixed seed); signals:
 pixel intensities; clients: the four 4x4-pixel quadrants of the 8x8 images
@@ -15,18 +15,13 @@ analyses/out/learn_digits.{json,png}.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.learn import community_scores, digits_views, fedavg, igl, learn_federated  # noqa: E402
-from topokit.plotting.learn import plot_adjacencies  # noqa: E402
-
-from _common import out_path, run_quick  # noqa: E402
+from analyses._common import out_path, run_quick
+from topokit._io import atomic_path, atomic_write_text
+from topokit.learn import community_scores, digits_views, fedavg, igl, learn_federated
+from topokit.plotting.learn import plot_adjacencies
 
 BETA, RHO, LAM, ROUNDS, ETA = 0.05, 0.3, 0.01, 2000, 0.05
 DP_ROUNDS, DP_EPSILONS = 100, (0.5, 1.0, 10.0, 100.0)

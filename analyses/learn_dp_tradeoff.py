@@ -1,6 +1,6 @@
 """Table IV of Zhang et al.: PPGL-L's F-score against the per-round epsilon, with privacy accounted.
 
-    python analyses/learn_dp_tradeoff.py [--quick]
+    python -m analyses.learn_dp_tradeoff [--quick]
 
 Setting (the paper's Table IV): N_i in {50, 100, 200}, q = 0.5, I = 5, d = 20,
 delta = 1e-5 per round, C = 20, epsilon per round and per client; noise of
@@ -37,25 +37,20 @@ learn_dp_paper_noise.{csv,md} and learn_dp_tradeoff.png.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from learn_tables import BETAS, igl_score, mean_scores  # noqa: E402
-
-from topokit._io import atomic_path  # noqa: E402
-from topokit.dp import classic_gaussian_factor, gaussian_sigma  # noqa: E402
-from topokit.learn import (  # noqa: E402
+from analyses._common import out_path, run_quick, write_table
+from analyses.learn_tables import BETAS, igl_score, mean_scores
+from topokit._io import atomic_path
+from topokit.dp import classic_gaussian_factor, gaussian_sigma
+from topokit.learn import (
     learn_federated,
     synthetic_federated,
 )
-
-from _common import out_path, run_quick, write_table  # noqa: E402
 
 ROUNDS, ETA, C, DELTA = 200, 0.2, 20.0, 1e-5
 RHOS = (0.1, 0.3, 1.0, 3.0)

@@ -1,6 +1,6 @@
 """Tables I and II of Zhang et al. (IGL, FedAvg, PPGL-L, PPGL-C) on the paper's synthetic data.
 
-    python analyses/learn_tables.py [--quick] [--only I:100] [--heldout]
+    python -m analyses.learn_tables [--quick] [--only I:100] [--heldout]
 
 Protocol: I = 5 clients, d = 20, sigma_w = 0.1; Table I: N_i in {20, 50, 100}, q = 0.5;
 Table II: q in {0.3, 0.6, 0.9}, N_i = 50; 10 instances each (3 with --quick).
@@ -76,27 +76,21 @@ learn_graphs.png.
 
 from __future__ import annotations
 
+import argparse
 import itertools
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import argparse  # noqa: E402
-
-from topokit._io import atomic_path, atomic_write_text  # noqa: E402
-from topokit.errors import InvalidInputError  # noqa: E402
-from topokit.learn import edge_scores, fedavg, igl, learn_federated, synthetic_federated  # noqa: E402
-from topokit.learn.baselines import graphical_lasso  # noqa: E402
-from topokit.learn.metrics import threshold_sensitivity  # noqa: E402
-from topokit.plotting.learn import plot_adjacencies  # noqa: E402
-
-from _common import OUT, out_path, write_table  # noqa: E402
+from analyses._common import OUT, out_path, write_table
+from topokit._io import atomic_path, atomic_write_text
+from topokit.errors import InvalidInputError
+from topokit.learn import edge_scores, fedavg, igl, learn_federated, synthetic_federated
+from topokit.learn.baselines import graphical_lasso
+from topokit.learn.metrics import threshold_sensitivity
+from topokit.plotting.learn import plot_adjacencies
 
 ROUNDS, ETA = 2000, 0.05
 BETAS = [0.002, 0.005, 0.01, 0.02, 0.05]

@@ -17,7 +17,7 @@ Computer Networks 174 (2020) 107248), this script
 The output is deterministic: running it twice gives the same bytes.
 ``--check`` rebuilds into a temporary folder and compares with ``--out``.
 
-Run: python analyses/make_siot_networks.py --data /path/to/static_devices.csv
+Run: python -m analyses.make_siot_networks --data /path/to/static_devices.csv
      (or a folder with the original objects_description.csv,
      private_static_devices.csv, public_static_devices.csv; or set
      TOPOKIT_SIOT_DATA)
@@ -38,8 +38,8 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from topokit._io import atomic_write_text
-from topokit.design.network import save_network
-from topokit.design.siot import (
+from topokit.network.formats import save_network
+from topokit.network.siot import (
     DEFAULT_METRES_PER_UNIT,
     DEFAULT_PUBLIC_RANGE_M,
     RADIO_RANGES_M,
@@ -142,7 +142,7 @@ def print_statistics(devices: pd.DataFrame) -> None:
 
 def print_networks(devices: pd.DataFrame, out: Path) -> None:
     print("\n== bundled networks ==")
-    from topokit.design.network import load_network
+    from topokit.network.formats import load_network
 
     owners = devices.set_index("id_device")["id_user"]
     for n in SIZES:

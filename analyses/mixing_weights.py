@@ -18,7 +18,7 @@ fit the default predictor, seeds 0-2, nor in the design benchmark, 100-103 and
 200-203), 16 and 24 devices; logistic regression on scikit-learn's digits.
 
 Writes analyses/out/mixing_weights{,_quick}.{json,png,parquet}.  Run:
-``python analyses/mixing_weights.py`` (``--quick``: 2 networks, 2 trials).
+``python -m analyses.mixing_weights`` (``--quick``: 2 networks, 2 trials).
 """
 
 from __future__ import annotations
@@ -29,15 +29,17 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from design_benchmark import ROUNDS, TARGET, TRAIN, paired_median_ratios, ratio_summary
-from predictor_corpus import MIXINGS, trial_seed, weighted
 
 import topokit
+from analyses._common import machine, out_path, write_json
+from analyses.design_benchmark import BOOTSTRAP_SEED, ROUNDS, TARGET, TRAIN
 from topokit._io import atomic_write_bytes
 from topokit.design.baselines import ndlf
-from topokit.design.siot import siot
-
-from _common import machine, out_path, write_json
+from topokit.network.siot import siot
+from topokit.training import load_digits, partition_class_counts
+from topokit.validation import trial_seed
+from topokit.validation.compare import paired_ratios, ratio_summary
+from topokit.validation.corpus import MIXINGS, weighted_topology
 
 SIZES = (16, 24)
 SEEDS = (300, 301, 302, 303)
@@ -50,16 +52,16 @@ def topologies(net: topokit.Network, counts, seed: int) -> dict[str, topokit.Top
     optimize's design."""
     designed = topokit.optimize(net, class_counts=counts, seed=seed).topology
     pairs = {"ndlf": ndlf(net), "optimize": designed}
-    return {f"{name}/{weighting}": weighted(plain, net, weighting, seed)
+    return {f"{name}/{weighting}": weighted_topology(plain, net, weighting, seed)
             for name, plain in pairs.items() for weighting in MIXINGS}
 
 
 def trial0_counts(net: topokit.Network, skewness: float, seed: int):
     """The class counts of validate's trial 0 (optimize designs for the data it trains on)."""
-    from topokit.design.validation import _partition_counts, _training_data
-
-    data = _training_data(None, None, "digits")
-    return _partition_counts(net, data.y, trial_seed(seed, 0), partition=skewness)
+    with warnings.catch_warnings():  # training warns about its own partition
+        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
+        return partition_class_counts(load_digits()[1], net.n_devices, skewness,
+                                      trial_seed(seed, 0), nodes=net.nodes)
 
 
 def run_setting(size: int, net_seed: int, skewness: float, trials: int) -> pd.DataFrame:
@@ -88,9 +90,9 @@ COMPARISONS = (("fastest", "lazy-metropolis"), ("fastest", "metropolis"),
 def paired(runs: pd.DataFrame, value: str) -> pd.DataFrame:
     """Per (network, skewness, design) and comparison: median over trials of the ratio."""
     keys = ["network", "skewness", "design"]
-    wide = runs.pivot_table(index=[*keys, "trial"], columns="weights", values=value)
-    rows = paired_median_ratios(wide, keys, COMPARISONS, seed_label=lambda top, bottom: top)
-    return pd.DataFrame(rows).assign(value=value).assign(
+    rows = paired_ratios(runs.rename(columns={"weights": "method"}), COMPARISONS, by=keys,
+                         value=value, seed=BOOTSTRAP_SEED, stream=lambda top, bottom: top)
+    return rows.assign(value=value).assign(
         comparison=lambda frame: frame["top"] + "/" + frame["bottom"])[
         [*keys, "value", "comparison", "ratio", "ci_low", "ci_high"]]
 
@@ -136,7 +138,7 @@ def main() -> None:
         print(f"{design:9s} {value:6s} {comparison:27s}: geometric-mean ratio "
               f"{entry['geometric_mean_ratio']:.3f} over {entry['settings']} settings; CI below "
               f"1 in {entry['ci_below_1']}, above 1 in {entry['ci_above_1']}")
-    write_json(f"{name}.json", {"command": f"python analyses/mixing_weights.py"
+    write_json(f"{name}.json", {"command": f"python -m analyses.mixing_weights"
                                 f"{' --quick' if args.quick else ''}",
                                 "machine": machine(), "summary": summary,
                                 "ratios": ratios.to_dict("records")})

@@ -17,8 +17,8 @@ chosen on one benchmark run (``--tune``, networks of seeds 100-103) and judged o
 whose networks it never saw (``--test``, seeds 200-203): the fewest settings more than 2 %
 slower than NDLF, ties to the smaller margin.
 
-    python analyses/ndlf_margin.py    # reads analyses/out/design_benchmark{,_s200}.{json,parquet}
-    python analyses/ndlf_margin.py --arm optimize-lazy-metropolis   # mixing="lazy-metropolis"
+    python -m analyses.ndlf_margin    # reads analyses/out/design_benchmark{,_s200}.{json,parquet}
+    python -m analyses.ndlf_margin --arm optimize-lazy-metropolis   # mixing="lazy-metropolis"
 
 ``--arm`` judges one ``optimize`` arm of the benchmark: ``optimize`` (its default weights
 for the model's predictor: fastest-mixing for logistic regression's, the paper's for the
@@ -37,22 +37,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "analyses"))
-
-from design_benchmark import SETTING, at_target, method_times, paired_ratios  # noqa: E402
-
-from topokit.errors import InvalidInputError  # noqa: E402
-
-from _common import out_path, write_json  # noqa: E402
+from analyses._common import out_path, write_json
+from analyses.design_benchmark import ROUNDS, SETTING, TARGET, method_times, paired_ratios
+from topokit.errors import InvalidInputError
+from topokit.validation.compare import time_to_target
 
 #: Margins tried on the tuning run.
 MARGINS = np.round(np.arange(1.00, 1.151, 0.01), 2)
@@ -77,13 +70,19 @@ def predicted_gains(benchmark: dict[str, Any], arm: str = "optimize") -> pd.Data
     """Per (network, skewness, model): NDLF's predicted time (with the arm's weights) over
     the searched design's, as ``optimize`` saw it, for the entries of ``arm``."""
     rows = [{"network": entry["network"], "skewness": float(entry["skewness"]), "model": model,
-             "gain": _gain(entry["start_times"], entry["predicted_time"], entry["ndlf_margin"]),
+             "gain": _gain({name: _time(t) for name, t in entry["start_times"].items()},
+                           _time(entry["predicted_time"]), entry["ndlf_margin"]),
              "fallback": NDLF_ARMS.get(entry["ndlf_margin"].get("ndlf_weights"),
                                        FALLBACKS[arm])}
             for entry in benchmark["optimize"] if entry["method"] == arm
             # runs before per-model designs: one design for every model
             for model in ([entry["model"]] if "model" in entry else benchmark["models"])]
     return pd.DataFrame(rows)
+
+
+def _time(value: float | None) -> float:
+    """A predicted time of the benchmark's JSON: ``null`` (never reaches the target) is inf."""
+    return np.inf if value is None else float(value)
 
 
 def _gain(start_times: dict[str, float], predicted_time: float,
@@ -151,8 +150,8 @@ def load(name: str, arm: str = "optimize") -> tuple[pd.DataFrame, pd.DataFrame]:
     gains = predicted_gains(benchmark, arm)
     if gains.empty:
         raise InvalidInputError(f"--arm {arm}: the benchmark run {name!r} has no such arm; "
-                                "run analyses/design_benchmark.py with it first")
-    return method_times(at_target(runs)), gains
+                                "run python -m analyses.design_benchmark with it first")
+    return method_times(time_to_target(runs, TARGET, horizon=ROUNDS)), gains
 
 
 def choose_margin(table: pd.DataFrame) -> float:

@@ -1,133 +1,106 @@
 """Measure a corpus of training runs, fit topokit's default training-time predictor, and judge it.
 
 The corpus: SIoT networks from ``topokit.datasets.siot`` at 8-64 devices (for
-every size: two networks of the generator's defaults, whose OOR social graphs
-are dense, and one with co-location links of 100 m, which gives the sparse,
-long social graphs where topology matters most), skewness K = 0 / 0.4 / 0.8,
-and on each network AutoTag's design (eq. 15), NDLF, DLFDP, DeepPrivacy-ERG
-and random valid topologies (two without DP devices, the rest with a random
-DP set).  Every run is ``topokit.validate``: D-PSGD with partial DP (epsilon
-= 1, delta = 1e-5 per round, clipped sensitivity), logistic regression on
-scikit-learn's digits (the only data set here), lr 0.2 decaying 0.99, T = 200
-rounds, the same trial seeds for every topology of a network.  Each run's
-rounds to 85 / 88 / 90 % averaged accuracy are recorded next to the
-features of :func:`topokit.design.features.topology_features`, computed with
-the devices' actual class counts (the partition is reproduced from the trial
-seed).
+every size two networks of the generator's defaults, whose OOR social graphs are
+dense, and one with co-location links of 100 m: sparse, long social graphs, where
+topology matters most), skewness K = 0 / 0.4 / 0.8, and on each network AutoTag's
+design (eq. 15), NDLF, DLFDP, DeepPrivacy-ERG, random valid topologies (two without
+DP devices, the rest with a random DP set) and social graphs thinned without DP.
+Every run is ``topokit.validate``: D-PSGD with partial DP (epsilon = 1, delta =
+1e-5 per round, clipped sensitivity), logistic regression on scikit-learn's digits,
+lr 0.2 decaying 0.99, T = 200 rounds, the same trial seeds for every topology of a
+network.  Each run's rounds to 85 / 88 / 90 % averaged accuracy are recorded next
+to the features of :func:`topokit.design.features.topology_features` for its own
+partition.
 
-Mixing weights (``--mixing``, default all three): every topology is trained
-with the paper's Lazy-Metropolis weights (``lazy-metropolis``, the topology as
-it is), again with Metropolis-Hastings weights 1 / (1 + max(d_i, d_j)) on the
-same links (``metropolis``, :func:`topokit.design.metropolis_hastings_topology`)
-and, on networks of at most ``FASTEST_MAX_DEVICES`` = 48 devices (where the
-cvxpy SDP is exact and takes seconds; the first-order method at 64 devices is
-not certified within its default steps), with Boyd, Diaconis and Xiao's
-fastest-mixing weights (``fastest``, :func:`topokit.fastest_mixing_topology`,
-which drops links the optimum leaves unused).  So 2,205 Lazy-Metropolis runs
-(21 networks x 3 skewness x 11-13 topologies x 3 trials), as many
-Metropolis-Hastings ones and 1,890 fastest-mixing ones (the 18 networks of at
-most 48 devices): 6,300 runs.  A weighted run trains with its weights and its features are computed
-from its mixing matrix W (``Topology.weights``).  The corpus table says which
-weighting a run had (column ``weighting``; ``base_topology`` names the
-topology it weights, and weighted runs are named ``BASE/metropolis`` and
-``BASE/fastest``), so a fit can keep or drop them.
+Mixing weights (``--mixing``, default all three): every topology is trained with
+the paper's Lazy-Metropolis weights (``lazy-metropolis``), again with
+Metropolis-Hastings weights on the same links (``metropolis``) and, on networks of
+at most ``FASTEST_MAX_DEVICES`` = 48 devices (where the SDP is exact), with Boyd,
+Diaconis and Xiao's fastest-mixing weights (``fastest``, which drops links the
+optimum leaves unused): 2,205 Lazy-Metropolis runs, as many Metropolis-Hastings
+ones and 1,890 fastest-mixing ones, 6,300 in all.  A weighted run's features come
+from its mixing matrix; column ``weighting`` says which weights a run had and
+``base_topology`` the topology it weights (weighted runs are named
+``BASE/metropolis`` and ``BASE/fastest``).
 
-The predictor: :class:`topokit.design.time_predictor.TrainingTimePredictor`
-fitted on every run at 88 % (the issue's target), every weighting, saved to
-``datasets/predictor_default.json`` with its provenance.
+The predictor: a :class:`topokit.design.time_predictor.TrainingTimePredictor`
+fitted on every run at 88 %, every weighting, saved to
+``datasets/predictor_default.json`` with its provenance.  ``--model mlp``: the
+same corpus trained with topokit's MLP on the networks of ``MLP_SIZES`` = 8-32
+devices (an MLP run takes 0.6-2.3 s), saved to ``datasets/predictor_mlp.json``
+(``load_predictor("mlp")``); its outputs are named ``predictor_corpus_mlp.*``.
 
-The MLP's predictor (``--model mlp``, ``load_predictor("mlp")``): the same
-corpus trained with topokit's MLP instead (``model="mlp"``, same data, DP,
-learning rate and T) on the networks of ``MLP_SIZES`` = 8-32 devices (an MLP
-run takes 0.6 s at 16 devices and 2.3 s at 32 on one core, so 48 and 64 would
-add about two hours), fitted and judged the same way and saved to
-``datasets/predictor_mlp.json``; its outputs are named
-``predictor_corpus_mlp.*`` and its runs kept in ``predictor_corpus_mlp_parts``.
+The judgement, leave-network-out: for every network the predictor is fitted on
+the other networks' runs and predicts this one's; per (network, skewness) -- the
+topologies a user would choose between -- the Spearman correlation of predicted
+and measured time-to-target, never-reached runs ranked slowest, for the predictor
+and for eq. (15); how often "never reaches the target" is predicted right; and for
+weighted runs their time over the Lazy-Metropolis run of the same topology and
+trial, measured and predicted (does the fit know what the weights gain?).
 
-The judgement: leave-network-out.  For every network, the predictor is fitted
-on the other networks' runs and predicts this one's; the Spearman correlation
-of predicted and measured time-to-target (rounds x L), runs that never reach
-the target ranked slowest (rank of ``inf``), is computed per (network,
-skewness) -- the topologies a user would choose between -- for the predictor
-and for eq. (15) on the same runs; and how often "never reaches the target"
-is predicted right.  For the weighted runs also: the time of each weighted
-run over the Lazy-Metropolis run of the same topology and trial, measured and
-predicted (held out), i.e. whether the fit knows what the weights gain.
+The steps -- topologies, runs, features, fit and judgement -- are
+:mod:`topokit.validation.corpus`'s; this script sets the networks and settings,
+keeps the runs and reports.
 
-Run: python analyses/predictor_corpus.py [--quick] [--n-jobs 2]
-[--mixing lazy-metropolis,metropolis,fastest]
-Time on this 2-core machine (estimated from the quick run and one full-size
-cell, siot48-s2-coloc100 at K = 0.4: its 66 weighted runs took 42 s on one
-core, 0.6 s a run with validate's audit and features, and its designs with 11
-fastest-mixing SDPs 38 s): about 30-45 min for the 4,095 weighted runs when
-the 2,205 Lazy-Metropolis runs saved in predictor_corpus_parts are adopted (as
-they were in every cell tried), about 45-65 min with --fresh; then the 21
-leave-network-out fits and the figure, a few minutes.  ``--quick`` (6
-networks of 8-32 devices, K = 0 / 0.8, 2 trials, 7 topologies each, 504
-runs): 1.5-3 min (with the machine's load) with its Lazy-Metropolis runs read
-back, 20-40 s with every run saved.
+Run (from the repository root): python -m analyses.predictor_corpus [--quick]
+[--n-jobs 2] [--mixing lazy-metropolis,metropolis,fastest] [--model mlp]
+On this 2-core machine about 30-45 min when the Lazy-Metropolis runs saved in
+predictor_corpus_parts are adopted, 45-65 min with --fresh, then a few minutes of
+fits.  ``--quick`` (6 networks of 8-32 devices, K = 0 / 0.8, 2 trials, 504 runs):
+about a minute from scratch, 20-40 s with every run saved.
 Writes analyses/out/predictor_corpus.parquet (the corpus),
 analyses/out/predictor_corpus.{json,png}, and datasets/predictor_default.json
-(with --quick: analyses/out/predictor_corpus_quick.predictor.json instead).  The runs of each
-(network, skewness) are kept in analyses/out/predictor_corpus_parts/, each run
-with a key (column ``run_key``) digesting everything it depends on: the
-network, the topology with its DP devices and weights, the weighting, the
-skewness, the trial seeds, the targets, T, the data, and what the training
-code does (:func:`training_digest`, two tiny seeded runs: a change of the
-training code that changes results makes every saved run stale).  A later call
-reuses a topology's runs only under the key its inputs give now and trains the
-rest (an interrupted run resumes; a changed topology is trained again); the
-features are always recomputed.  Files written before run keys are read too:
-while the training code gives the results it gave them (``LEGACY_TRAINING``),
-their (Lazy-Metropolis) runs are adopted when every trial's seed, targets and
-the topology's links, DP devices, phi, H, spectral gap, L and (where
-recorded) exposure counts match the topology built now, and trained again
-otherwise.  --fresh trains every run asked for again.
+(with --quick: analyses/out/predictor_corpus_quick.predictor.json instead).  The
+runs of each (network, skewness) are kept in analyses/out/predictor_corpus_parts/
+under run keys (``analyses/_common.py``): a later call trains only the topologies
+whose inputs changed (an interrupted run resumes); the features are always
+recomputed.  Files written before run keys are adopted while the training code and
+the topologies match.  --fresh trains every run asked for again.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-import warnings
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import topokit  # noqa: E402
-from topokit._random import keyed_seed, spawn_generators  # noqa: E402
-from topokit.design._autotag import autotag  # noqa: E402
-from topokit.design.baselines import dlfdp, erg, ndlf, random_topology  # noqa: E402
-from topokit.design.features import FeatureSettings, topology_features  # noqa: E402
-from topokit.design.siot import siot  # noqa: E402
-from topokit.design.time_predictor import (  # noqa: E402
-    DEFAULT_FEATURES,
-    TrainingTimePredictor,
-    feature_matrix,
-)
-from topokit.design.validation import _TRIAL, validate  # noqa: E402
-from topokit.errors import InvalidInputError  # noqa: E402
-from topokit.kernels._fmmc import SDP_MAX_NODES  # noqa: E402
-from topokit.training import load_digits, make_partitioner  # noqa: E402
-
-from _common import (  # noqa: E402
+from analyses._common import (
+    LEGACY_TRAINING,
     RUN_KEY,
-    adopt_legacy,
-    digest,
+    adopt_from,
+    cached_runs,
+    data_digest,
+    legacy_metrics,
     machine,
-    merge_runs,
     network_digest,
     out_path,
+    parse_subset,
     read_runs,
-    reusable_runs,
+    run_key,
+    training_digest,
     write_json,
-    write_runs,
+)
+from topokit._jobs import run_resumable
+from topokit.design.features import FeatureSettings
+from topokit.errors import InvalidInputError
+from topokit.training import load_digits
+from topokit.validation.corpus import (
+    FASTEST_MAX_DEVICES,
+    MIXINGS,
+    CorpusEntry,
+    CorpusJudgement,
+    NetworkSpec,
+    corpus_rows,
+    corpus_topologies,
+    fit_corpus_predictor,
+    judge_corpus,
+    train_runs,
 )
 
 SIZES = (8, 12, 16, 24, 32, 48, 64)
@@ -145,13 +118,6 @@ ROUNDS = 200
 TRIALS = 3
 N_RANDOM_DP, N_RANDOM_SOCIAL = 4, 2
 
-#: The mixing weights a run can have: the paper's Lazy-Metropolis (the topology as it is),
-#: Metropolis-Hastings, Boyd-Diaconis-Xiao fastest mixing (the names of ``optimize(mixing=)``).
-MIXINGS = ("lazy-metropolis", "metropolis", "fastest")
-#: Fastest-mixing weights only up to this many devices: the exact SDP (seconds at 48
-#: devices); at 64 the first-order method is not certified within its default steps.
-FASTEST_MAX_DEVICES = SDP_MAX_NODES
-
 #: Where the shipped predictors live (bundled into the wheel as topokit/_data): the default
 #: (logistic regression) and the MLP's (``load_predictor("mlp")``).
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "datasets" / "predictor_default.json"
@@ -160,61 +126,13 @@ PREDICTOR_PATHS = {"logreg": DEFAULT_PATH, "mlp": DEFAULT_PATH.with_name("predic
 MODEL_NAMES = {"logreg": "multinomial logistic regression (topokit.training, model='logreg')",
                "mlp": "one-hidden-layer MLP (topokit.training, model='mlp')"}
 
-#: Structural metrics of validate's runs table that identify a topology's graph and DP set
-#: (the exposure counts depend on which devices are DP, not only how many; the first
-#: corpus runs did not record them, so they are compared where recorded): runs saved
-#: before run keys are adopted only when they match.
-LEGACY_COLUMNS = ("n_links", "n_dp_devices", "phi", "hitting_time", "spectral_gap",
-                  "local_iterate")
-LEGACY_OPTIONAL = ("stranger_pairs", "exposed_pairs")
-
-#: training_digest() of the training code that the runs saved before run keys (in both
-#: scripts' parts) were made with: runs of each retrained now gave the same rounds and
-#: accuracies to the bit (NDLF, DLFDP and a random DP topology, with and without skew).
-#: Those runs are adopted only while the training code still gives this digest.
-LEGACY_TRAINING = "642afd88fb098e882823a5b730cde4c7a5590a79f2ac9c65ea84da5fe093afa1"
-
-_RANDOM_KEY = 7
-_WEIGHTS_KEY = 8
-_RANDOM_ATTEMPTS = 50
-
-
-# ---------------------------------------------------------------------------------------------
-# The corpus
-# ---------------------------------------------------------------------------------------------
-
-
-class NetworkSpec(NamedTuple):
-    """One generated network: ``siot(n_devices, seed=seed, colocation_range_m=colocation)``."""
-
-    n_devices: int
-    seed: int
-    colocation: float | None
-
-    @property
-    def name(self) -> str:
-        kind = "oor" if self.colocation is None else f"coloc{self.colocation:g}"
-        return f"siot{self.n_devices}-s{self.seed}-{kind}"
-
-    def build(self) -> topokit.Network:
-        return siot(self.n_devices, seed=self.seed, colocation_range_m=self.colocation,
-                    name=self.name)
-
-
-class Entry(NamedTuple):
-    """A topology to train: its kind (how it was made), its mixing weights, the Topology."""
-
-    kind: str
-    weighting: str
-    topology: topokit.Topology
-
 
 class Cell(NamedTuple):
     """The runs of one network at one skewness with one model: every topology, every trial."""
 
     spec: NetworkSpec
     skewness: float
-    topologies: dict  # name -> Entry
+    topologies: dict  # name -> CorpusEntry
     model: str = "logreg"
 
 
@@ -230,13 +148,7 @@ def parse_mixing(text: str) -> tuple[str, ...]:
     >>> parse_mixing("fastest, lazy-metropolis")
     ('lazy-metropolis', 'fastest')
     """
-    names = [name.strip() for name in str(text).split(",") if name.strip()]
-    unknown = [name for name in names if name not in MIXINGS]
-    if unknown or not names:
-        got = f"unknown weighting {unknown[0]!r}" if unknown else "nothing"
-        raise InvalidInputError(f"--mixing: {got}; give a comma-separated subset of "
-                                f"{','.join(MIXINGS)}")
-    return tuple(name for name in MIXINGS if name in names)
+    return parse_subset(text, MIXINGS, "--mixing", "weighting", "nothing")
 
 
 def parse_sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -257,183 +169,23 @@ def parse_sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def weighted(plain: topokit.Topology, net: topokit.Network, weighting: str,
-             seed: int) -> topokit.Topology:
-    """``plain`` (links and DP devices) with the mixing weights ``weighting`` of :data:`MIXINGS`.
-
-    As ``optimize(mixing=...)`` weights its design: Metropolis-Hastings weights on
-    the same links, or fastest-mixing ones (which may drop links the optimum leaves
-    unused; ``seed`` drives the first-order method, used beyond 128 devices only).
-    """
-    if weighting == "lazy-metropolis":
-        return plain.with_weights(None)
-    if weighting == "metropolis":
-        return topokit.design.metropolis_hastings_topology(plain, net)
-    if weighting == "fastest":
-        return topokit.fastest_mixing_topology(plain, net, seed=seed)
-    raise InvalidInputError(f"weighting must be one of {', '.join(MIXINGS)}; got {weighting!r}")
-
-
-def weightings_for(n_devices: int, mixings: tuple[str, ...]) -> tuple[str, ...]:
-    """The weightings of ``mixings`` a network of ``n_devices`` gets (fastest up to 48)."""
-    return tuple(w for w in mixings if w != "fastest" or n_devices <= FASTEST_MAX_DEVICES)
-
-
-def with_weightings(plain: dict, net: topokit.Network, weightings: tuple[str, ...],
-                    seed: int) -> dict:
-    """name -> Entry of every plain (name -> (kind, Topology)) topology in every weighting.
-
-    Lazy-Metropolis runs keep the plain name (as in corpora before weights); the
-    others are named ``NAME/WEIGHTING``.
-    """
-    entries, weights_seed = {}, keyed_seed(seed, _WEIGHTS_KEY)
-    for weighting in weightings:
-        for name, (kind, topology) in plain.items():
-            label = name if weighting == "lazy-metropolis" else f"{name}/{weighting}"
-            entries[label] = Entry(kind, weighting, weighted(topology, net, weighting,
-                                                             weights_seed))
-    return entries
-
-
-def _random_valid(net, seed: int, index: int, n_dp: int | None):
-    for attempt in range(_RANDOM_ATTEMPTS):
-        try:
-            return random_topology(net, n_dp=n_dp,
-                                   seed=keyed_seed(seed, _RANDOM_KEY, index, attempt))
-        except InvalidInputError:
-            continue  # this DP set cannot connect every device: draw again
-    raise RuntimeError(f"no random valid topology in {_RANDOM_ATTEMPTS} draws")
-
-
-def build_topologies(spec: NetworkSpec, quick: bool,
-                     mixings: tuple[str, ...] = MIXINGS) -> dict:
-    """name -> Entry: AutoTag (eq. 15), the baselines and random valid topologies, each in
-    every weighting of ``mixings`` the network's size allows."""
-    net = spec.build()
-    design = autotag(net)
-    seed = _seed(spec)
-    topologies = {"autotag": ("autotag", design.topology), "ndlf": ("ndlf", ndlf(net)),
-                  "dlfdp": ("dlfdp", dlfdp(net)),
-                  "erg": ("erg", erg(net, seed=keyed_seed(seed, 1), reference=design))}
-    n_dp, n_social = (2, 1) if quick else (N_RANDOM_DP, N_RANDOM_SOCIAL)
-    for k in range(n_dp):
-        topologies[f"random-dp-{k}"] = ("random", _random_valid(net, seed, k, None))
-    for k in range(n_social):
-        topologies[f"random-social-{k}"] = ("random-social", _random_valid(net, seed, 100 + k, 0))
-    if not quick:
-        topologies.update(_sparse_social(net))
-    return with_weightings(topologies, net, weightings_for(net.n_devices, mixings), seed)
-
-
-def _sparse_social(net) -> dict:
-    """Social graphs thinned without DP: the mixing a design can lose for a shorter L.
-
-    NDLF pruned to its links of at most t seconds (the most and the least pruned that
-    stay connected) and the social spanning tree of the fastest links.  Without them the
-    corpus's sparse topologies all had DP devices, so slow mixing and DP noise came
-    together and the fit could not tell them apart.
-    """
-    from topokit.design._optimize import _pruned_social
-
-    pruned = list(_pruned_social(net).values())
-    chosen = {"pruned-least": pruned[-1], "pruned-most": pruned[0]} if pruned else {}
-    graph = nx.Graph()
-    graph.add_nodes_from(net.nodes)
-    times = net.link_times
-    graph.add_weighted_edges_from((u, v, times[net.index[u], net.index[v]])
-                                  for u, v in net.social.edges
-                                  if np.isfinite(times[net.index[u], net.index[v]]))
-    chosen["social-tree"] = topokit.Topology(list(nx.minimum_spanning_edges(graph, data=False)))
-    return {name: ("sparse-social", topology) for name, topology in chosen.items()}
-
-
-def class_counts(net, skewness: float, trial_seed: int, X, y) -> np.ndarray:
-    """The class counts of every device in the run seeded ``trial_seed`` (train's own partition).
-
-    Reproduces :func:`topokit.training.train`'s data split with its private
-    planning steps (the "partition" generator draws the held-out split, then
-    the partition); :func:`check_counts` guards that it still matches.
-    """
-    from topokit.training._plan import ROLES, partition_rows, split_data
-
-    rng = spawn_generators(trial_seed, ROLES)["partition"]
-    data = split_data(X, y, None, net.n_devices, rng)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
-        parts = partition_rows(make_partitioner(skewness), data.codes_train, net.nodes, rng)
-    return np.array([np.bincount(data.codes_train[p], minlength=data.n_classes) for p in parts])
-
-
-def check_counts(X, y) -> None:
-    """The reproduced partition has the sizes of a real run's (else the corpus would lie)."""
-    from topokit.training import train
-
-    net = NetworkSpec(16, 2, 100.0).build()
-    run = train(net, ndlf(net), X, y, rounds=1, partition=0.8, seed=123)
-    counts = class_counts(net, 0.8, 123, X, y)
-    if tuple(counts.sum(axis=1)) != run.partition_sizes:
-        raise RuntimeError("the reproduced partition differs from train's: fix class_counts")
-
-
-def _seed(spec: NetworkSpec) -> int:
+def corpus_seed(spec: NetworkSpec) -> int:
+    """The seed of everything random about a network's topologies and trials."""
     return 1000 * spec.n_devices + spec.seed
 
 
-def trial_seed(seed: int, trial: int) -> int:
-    """The training seed validate gives trial ``trial`` of a job seeded ``seed``."""
-    return keyed_seed(seed, _TRIAL, trial)
-
-
-def training_digest() -> str:
-    """What the training code does now: a digest of two tiny seeded runs.
-
-    Logistic regression and the MLP on the toy network, two DP devices,
-    Metropolis-Hastings weights, skewness 0.5, 5 rounds; the final models and
-    accuracies to 9 decimals.  It is part of every run key, so a change of the
-    training code that changes results makes every saved run stale.  Computed
-    once per process.
-    """
-    if not _TRAINING_DIGEST:  # a list, not functools.cache: joblib pickles __main__'s globals
-        _TRAINING_DIGEST.append(_reference_runs_digest())
-    return _TRAINING_DIGEST[0]
-
-
-_TRAINING_DIGEST: list[str] = []
-
-
-def _reference_runs_digest() -> str:
-    from topokit.training import train
-
-    net = topokit.load_example("toy")
-    plain = topokit.Topology(ndlf(net).edges, net.nodes[:2])
-    topology = topokit.design.metropolis_hastings_topology(plain, net)
-    X, y = load_digits()
-    parts = []
-    for model in ("logreg", "mlp"):
-        run = train(net, topology, X, y, rounds=5, partition=0.5, seed=0, model=model)
-        parts += [np.round(run.final_params, 9).tobytes(), np.round(run.accuracy, 9).tobytes()]
-    return digest(*parts)
-
-
-def data_digest(X, y) -> str:
-    return digest(np.ascontiguousarray(X).tobytes(), np.ascontiguousarray(y).tobytes())
-
-
-def run_key(network: str, entry: Entry, settings: dict) -> str:
-    """The key of a topology's runs: a digest of all they depend on.
-
-    ``network`` is the network's digest (:func:`_common.network_digest`);
-    ``entry`` gives the weighting and the topology (links, DP devices, weights);
-    ``settings`` the rest (skewness, validate's seed, targets, training options,
-    the data's digest...).  Trial t of a topology depends on these and t only
-    (validate seeds trial t alike whatever else it trains), not on how the
-    topology was made: two methods that give the same topology share a key.
-    """
-    return digest(network, entry.weighting, entry.topology.to_dict(), settings)
+def build_topologies(spec: NetworkSpec, quick: bool,
+                     mixings: tuple[str, ...] = MIXINGS) -> dict[str, CorpusEntry]:
+    """name -> CorpusEntry of the network (fewer random ones and no thinned social graphs
+    with ``quick``)."""
+    return corpus_topologies(spec.build(), corpus_seed(spec),
+                             n_random_dp=2 if quick else N_RANDOM_DP,
+                             n_random_social=1 if quick else N_RANDOM_SOCIAL,
+                             sparse_social=not quick, mixings=mixings)
 
 
 def _cell_keys(cell: Cell, net, data: str) -> dict[str, str]:
-    settings = {"skewness": cell.skewness, "seed": _seed(cell.spec), "targets": TARGETS,
+    settings = {"skewness": cell.skewness, "seed": corpus_seed(cell.spec), "targets": TARGETS,
                 "rounds": ROUNDS, "data": data, "training": training_digest()}
     if cell.model != "logreg":  # logistic regression's keys predate the option: kept as they were
         settings["model"] = cell.model
@@ -441,112 +193,39 @@ def _cell_keys(cell: Cell, net, data: str) -> dict[str, str]:
     return {name: run_key(network, entry, settings) for name, entry in cell.topologies.items()}
 
 
-def expected_metrics(net, entries: dict, seed: int, trials: int) -> pd.DataFrame:
-    """:func:`legacy_metrics` of the Lazy-Metropolis entries only: the corpus's runs saved
-    before run keys were all Lazy-Metropolis."""
-    plain = {name: entry for name, entry in entries.items()
-             if entry.weighting == "lazy-metropolis"}
-    return legacy_metrics(net, plain, seed, trials)
+def _saved(cell: Cell, net, trials: int, path: Path, keys: dict[str, str]) -> pd.DataFrame:
+    """The cell's saved runs, those of a file written before run keys (all Lazy-Metropolis)
+    adopted while today's training code is the one that made them."""
+    saved = read_runs(path)
+    if saved[RUN_KEY].isna().any() and training_digest() == LEGACY_TRAINING:
+        plain = {name: entry for name, entry in cell.topologies.items()
+                 if entry.weighting == "lazy-metropolis"}
+        expected = legacy_metrics(net, plain, corpus_seed(cell.spec), trials)
+        saved = adopt_from(saved, [saved], expected, keys, trials, TARGETS)
+    return saved
 
 
-def legacy_metrics(net, entries: dict, seed: int, trials: int) -> pd.DataFrame:
-    """One row per (topology, trial): its seed and :data:`LEGACY_COLUMNS` (and
-    :data:`LEGACY_OPTIONAL`), what a run saved before run keys must show to be adopted."""
-    rows = []
-    for name, entry in entries.items():
-        metrics = topokit.evaluate(net, entry.topology)
-        values = {column: float(getattr(metrics, column))
-                  for column in (*LEGACY_COLUMNS, *LEGACY_OPTIONAL)}
-        rows += [{"topology": name, "trial": t, "seed": trial_seed(seed, t), **values}
-                 for t in range(trials)]
-    return pd.DataFrame(rows, columns=["topology", "trial", "seed", *LEGACY_COLUMNS,
-                                       *LEGACY_OPTIONAL])
-
-
-def train_runs(net, topologies: dict, trials: int, seed: int, skewness: float,
-               keys: dict[str, str] | None = None, **options) -> pd.DataFrame:
-    """validate's runs table of ``topologies`` (name -> Topology), with each run's
-    ``wall_clock`` seconds (from validate's timings) as a column.
-
-    Topologies of the same run key (``keys``, name -> key) train once: the others
-    get a copy of its runs under their own name (the runs would be the same).
-    """
-    first = {}
-    for name in topologies:
-        first.setdefault(name if keys is None else keys[name], name)
-    chosen = {name: topologies[name] for name in first.values()}
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
-        result = validate(net, chosen, targets=options.pop("targets", TARGETS),
-                          trials=trials, seed=seed, partition=skewness, n_jobs=1, **options)
-    timing = result.timings[["topology", "trial", "wall_clock"]]
-    frame = result.frame.drop(columns=["wall_clock"], errors="ignore").merge(
-        timing, on=["topology", "trial"], how="left")
-    copies = [frame[frame["topology"] == first[keys[name]]].assign(topology=name)
-              for name in topologies if name not in chosen]
-    return pd.concat([frame, *copies], ignore_index=True)
-
-
-def _measured_runs(cell: Cell, net, trials: int, path: Path, fresh: bool) -> pd.DataFrame:
-    """validate's runs of the cell: saved runs whose key is unchanged, the rest trained now.
+def run_cell(cell: Cell, trials: int, parts: Path, fresh: bool = False) -> tuple[pd.DataFrame]:
+    """Train the cell's topologies whose runs are not saved; every run, with its features.
 
     Saved runs of topologies not asked for now (another ``--mixing``) stay in the file.
     """
-    keys = _cell_keys(cell, net, data_digest(*load_digits()))
-    saved = read_runs(path)
-    if saved[RUN_KEY].isna().any() and training_digest() == LEGACY_TRAINING:
-        # a file written before run keys, by the training code of today
-        saved = adopt_legacy(saved, expected_metrics(net, cell.topologies, _seed(cell.spec),
-                                                     trials), keys, TARGETS, LEGACY_COLUMNS,
-                              LEGACY_OPTIONAL)
-    reused, missing = reusable_runs(saved, keys, trials)
-    if fresh:
-        reused, missing = reused.iloc[:0], list(keys)
-    if not missing:
-        return reused
-    trained = train_runs(net, {name: cell.topologies[name].topology for name in missing},
-                         trials, _seed(cell.spec), cell.skewness, keys, rounds=ROUNDS,
-                         model=cell.model)
-    write_runs(path, merge_runs(saved, trained, keys))
-    trained = trained.assign(**{RUN_KEY: trained["topology"].map(keys)})
-    return pd.concat([frame for frame in (reused, trained) if len(frame)], ignore_index=True)
-
-
-def run_cell(cell: Cell, trials: int, parts: Path, fresh: bool = False) -> pd.DataFrame:
-    """Train every topology of the cell ``trials`` times; the runs with their features."""
     X, y = load_digits()
     net = cell.spec.build()
     path = parts / f"{cell.spec.name}_K{cell.skewness:g}.parquet"
-    entries = cell.topologies
-    frame = _measured_runs(cell, net, trials, path, fresh)
-    frame = frame.assign(kind=frame["topology"].map(lambda name: entries[name].kind),
-                         weighting=frame["topology"].map(lambda name: entries[name].weighting),
-                         base_topology=frame["topology"].str.split("/").str[0])
-    return _with_features(frame, net, cell, X, y)
+    keys = _cell_keys(cell, net, data_digest(X, y))
 
+    def train(missing: list[str], scratch: Path) -> pd.DataFrame:
+        return train_runs(net, {name: cell.topologies[name].topology for name in missing},
+                          trials, corpus_seed(cell.spec), cell.skewness, keys, targets=TARGETS,
+                          rounds=ROUNDS, model=cell.model, output=scratch)
 
-def features_row(net, topology: topokit.Topology, counts: np.ndarray) -> dict:
-    """A run's features (from the mixing matrix the topology carries, else Lazy-Metropolis)
-    for its devices' class counts, with the topology and counts as JSON."""
-    features = topology_features(net, topology, class_counts=counts)
-    return {**features.to_dict(), "topology_json": json.dumps(topology.to_dict()),
-            "class_counts_json": json.dumps(np.asarray(counts).tolist())}
-
-
-def _with_features(frame: pd.DataFrame, net, cell: Cell, X, y) -> pd.DataFrame:
-    counts = {seed: class_counts(net, cell.skewness, seed, X, y)
-              for seed in frame["seed"].unique()}
-    cache: dict[tuple[str, int], dict] = {}  # one per run, not per target
-    rows = []
-    for name, seed in zip(frame["topology"], frame["seed"], strict=True):
-        if (name, seed) not in cache:
-            cache[name, seed] = features_row(net, cell.topologies[name].topology, counts[seed])
-        rows.append(cache[name, seed])
-    extra = pd.DataFrame(rows, index=frame.index)
-    frame = frame.drop(columns=[c for c in extra.columns if c in frame.columns])
-    return pd.concat([frame, extra], axis=1).assign(
-        skewness=cell.skewness, n_devices=net.n_devices, net_seed=cell.spec.seed,
-        colocation=cell.spec.colocation if cell.spec.colocation is not None else np.nan)
+    reused, trained = cached_runs(path, keys, trials, train, fresh=fresh,
+                                  saved=_saved(cell, net, trials, path, keys))
+    frame = pd.concat([f for f in (reused, trained) if len(f)], ignore_index=True)
+    colocation = cell.spec.colocation if cell.spec.colocation is not None else np.nan
+    return (corpus_rows(frame, net, cell.topologies, cell.skewness, y).assign(
+        net_seed=cell.spec.seed, colocation=colocation),)
 
 
 def corpus_name(quick: bool, model: str = "logreg") -> str:
@@ -573,213 +252,18 @@ def generate_corpus(quick: bool, n_jobs: int, fresh: bool = False,
     skews = (0.0, 0.8) if quick else SKEWNESS
     cells = [Cell(spec, k, topologies, model)
              for spec, topologies in zip(specs, built, strict=True) for k in skews]
-    # Largest cells first: the two workers finish together.
-    cells.sort(key=lambda c: -c.spec.n_devices)
-    frames = Parallel(n_jobs=n_jobs)(delayed(run_cell)(c, trials, parts, fresh) for c in cells)
-    return pd.concat(frames, ignore_index=True)
-
-
-def load_or_generate(quick: bool, n_jobs: int, path: Path, fresh: bool,
-                     mixings: tuple[str, ...] = MIXINGS, model: str = "logreg",
-                     sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
-    """The corpus: measured now, or read back cell by cell from an earlier run."""
-    X, y = load_digits()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
-        check_counts(X, y)  # the partition replay still matches train's
-    frame = generate_corpus(quick, n_jobs, fresh, mixings, model, sizes).assign(model=model)
-    frame.to_parquet(path)
-    return frame
-
-
-# ---------------------------------------------------------------------------------------------
-# Fitting and judging
-# ---------------------------------------------------------------------------------------------
-
-
-def at_target(corpus: pd.DataFrame, target: float = TARGET) -> pd.DataFrame:
-    """The runs at ``target``: rounds and time with ``inf`` where never reached."""
-    rows = corpus[np.isclose(corpus["target"], target)].reset_index(drop=True)
-    rounds = rows["measured_rounds"].fillna(np.inf).to_numpy(float)
-    return rows.assign(rounds=rounds, time=rounds * rows["local_iterate"].to_numpy(float))
-
-
-def training_rows(corpus: pd.DataFrame) -> int:
-    """Training rows of the data split (the size an IID prediction assumes)."""
-    counts = np.array(json.loads(corpus["class_counts_json"].iloc[0]))
-    return int(counts.sum())
-
-
-def fit_predictor(runs: pd.DataFrame, settings: FeatureSettings) -> TrainingTimePredictor:
-    predictor = TrainingTimePredictor(features=DEFAULT_FEATURES, settings=settings)
-    return predictor.fit(feature_matrix(runs, DEFAULT_FEATURES), runs["rounds"].to_numpy())
-
-
-def _rank_correlation(predicted: np.ndarray, measured: np.ndarray) -> float:
-    """Spearman over runs, ``inf`` (never reached) ranked slowest on both sides."""
-    from scipy.stats import rankdata, spearmanr
-
-    if np.ptp(rankdata(predicted)) == 0 or np.ptp(rankdata(measured)) == 0:
-        return float("nan")
-    return float(spearmanr(rankdata(predicted), rankdata(measured)).statistic)
-
-
-def _by_topology(cell: pd.DataFrame, column: str) -> pd.Series:
-    """Median over trials per topology (``inf`` counts: a majority of never is never)."""
-    return cell.groupby("topology")[column].agg(lambda v: float(np.median(v.to_numpy())))
-
-
-def _trial_ceiling(cell: pd.DataFrame) -> float:
-    """Spearman of every run with the median of the other trials of its topology.
-
-    How well the runs themselves agree from trial to trial: a measured
-    per-topology "prediction" from two other trials (not an upper bound on a
-    model, which can average over more).
-    """
-    others = np.empty(len(cell))
-    times = cell["time"].to_numpy()
-    groups = cell.groupby("topology").indices
-    for rows in groups.values():
-        for k, row in enumerate(rows):
-            rest = np.delete(times[rows], k)
-            others[row] = np.median(rest) if rest.size else times[row]
-    return _rank_correlation(others, times)
-
-
-def score_cell(cell: pd.DataFrame) -> dict:
-    """Rank correlations of one (network, skewness): runs and per-topology medians."""
-    measured = cell["time"].to_numpy()
-    ours, paper = cell["predicted_time"].to_numpy(), cell["pseudo_time"].to_numpy()
-    per_topology = pd.DataFrame({column: _by_topology(cell, column)
-                                 for column in ("time", "predicted_time", "pseudo_time")})
-    never, predicted_never = ~np.isfinite(measured), ~np.isfinite(ours)
-    return {
-        "network": cell["network"].iloc[0], "skewness": float(cell["skewness"].iloc[0]),
-        "n_devices": int(cell["n_devices"].iloc[0]), "runs": len(cell),
-        "never": int(never.sum()), "predicted_never": int(predicted_never.sum()),
-        "never_correct": int((never == predicted_never).sum()),
-        "spearman": _rank_correlation(ours, measured),
-        "spearman_paper": _rank_correlation(paper, measured),
-        "spearman_topologies": _rank_correlation(per_topology["predicted_time"].to_numpy(),
-                                                 per_topology["time"].to_numpy()),
-        "spearman_topologies_paper": _rank_correlation(per_topology["pseudo_time"].to_numpy(),
-                                                       per_topology["time"].to_numpy()),
-        "spearman_trial_ceiling": _trial_ceiling(cell),
-    }
-
-
-def leave_network_out(runs: pd.DataFrame, settings: FeatureSettings) -> tuple[pd.DataFrame,
-                                                                                pd.DataFrame]:
-    """Fit on every network but one, predict its runs; (scores per cell, predicted runs)."""
-    predicted = []
-    for network, held_out in runs.groupby("network", sort=False):
-        model = fit_predictor(runs[runs["network"] != network], settings)
-        rounds = model.predict(feature_matrix(held_out, DEFAULT_FEATURES))
-        predicted.append(held_out.assign(
-            predicted_rounds=rounds,
-            predicted_time=rounds * held_out["local_iterate"].to_numpy(float)))
-    predicted = pd.concat(predicted)
-    scores = pd.DataFrame([score_cell(cell) for _, cell in
-                           predicted.groupby(["network", "skewness"], sort=False)])
-    return scores, predicted
-
-
-def summarise(scores: pd.DataFrame, predicted: pd.DataFrame) -> dict:
-    """Median and spread over held-out cells and networks; never-reached accuracy."""
-    def spread(values: pd.Series) -> dict:
-        values = values.dropna()
-        return {"median": float(values.median()), "q25": float(values.quantile(0.25)),
-                "q75": float(values.quantile(0.75)), "min": float(values.min()),
-                "max": float(values.max()), "cells": int(values.size)}
-
-    per_network = scores.groupby("network")[["spearman", "spearman_paper"]].median()
-    never = ~np.isfinite(predicted["time"].to_numpy())
-    predicted_never = ~np.isfinite(predicted["predicted_time"].to_numpy())
-    topologies = predicted.groupby(["network", "skewness", "topology"]).agg(
-        time=("time", lambda v: float(np.median(v.to_numpy()))),
-        predicted_time=("predicted_time", "first"))
-    topology_never = ~np.isfinite(topologies["time"].to_numpy())
-    topology_predicted = ~np.isfinite(topologies["predicted_time"].to_numpy())
-    return {
-        "spearman": spread(scores["spearman"]),
-        "spearman_paper": spread(scores["spearman_paper"]),
-        "spearman_topologies": spread(scores["spearman_topologies"]),
-        "spearman_topologies_paper": spread(scores["spearman_topologies_paper"]),
-        "spearman_trial_ceiling": spread(scores["spearman_trial_ceiling"]),
-        "spearman_per_network": spread(per_network["spearman"]),
-        "spearman_per_network_paper": spread(per_network["spearman_paper"]),
-        "by_skewness": {f"{k:g}": {"spearman": float(g["spearman"].median()),
-                                   "spearman_paper": float(g["spearman_paper"].median())}
-                        for k, g in scores.groupby("skewness")},
-        "never": {"runs": int(len(never)), "measured_never": int(never.sum()),
-                  "predicted_never": int(predicted_never.sum()),
-                  "both_never": int((never & predicted_never).sum()),
-                  "accuracy": float(np.mean(never == predicted_never)),
-                  "accuracy_always_reached": float(np.mean(~never)),
-                  "topologies": int(len(topologies)),
-                  "topologies_never": int(topology_never.sum()),
-                  "topologies_predicted_never": int(topology_predicted.sum()),
-                  "topologies_both_never": int((topology_never & topology_predicted).sum()),
-                  "topologies_accuracy": float(np.mean(topology_never == topology_predicted))},
-    }
-
-
-def spearman_by_weighting(predicted: pd.DataFrame) -> dict:
-    """Per weighting: median over cells of the Spearman among that weighting's runs only."""
-    result = {}
-    for weighting, runs in predicted.groupby("weighting"):
-        scores = [score_cell(cell)["spearman"]
-                  for _, cell in runs.groupby(["network", "skewness"], sort=False)]
-        values = pd.Series(scores, dtype=float).dropna()
-        result[weighting] = {"spearman": float(values.median()) if len(values) else np.nan,
-                             "cells": int(values.size), "runs": int(len(runs))}
-    return result
-
-
-def weighting_gains(predicted: pd.DataFrame) -> dict:
-    """Per weighting: each weighted run's time over the Lazy-Metropolis run of the same
-    topology and trial, measured and predicted (held out); never reached = T + 1 rounds.
-
-    Does the fit know what the weights gain?  ``*_geometric_mean`` over the pairs,
-    ``*_faster`` the share of pairs below 1, ``agree`` the share where measured and
-    predicted fall on the same side of 1, ``spearman`` between the two ratios.
-    """
-    from scipy.stats import spearmanr
-
-    if "lazy-metropolis" not in set(predicted["weighting"]):
-        return {}
-    capped = float(ROUNDS + 1)
-    L = predicted["local_iterate"].to_numpy(float)
-    frame = predicted.assign(
-        measured=np.minimum(predicted["rounds"].to_numpy(float), capped) * L,
-        forecast=np.minimum(predicted["predicted_rounds"].to_numpy(float), capped) * L)
-    keys = ["network", "skewness", "base_topology", "trial"]
-    wide = frame.pivot_table(index=keys, columns="weighting", values=["measured", "forecast"])
-    result = {}
-    for weighting in wide["measured"].columns.drop("lazy-metropolis"):
-        ratios = pd.DataFrame({
-            "measured": wide["measured"][weighting] / wide["measured"]["lazy-metropolis"],
-            "forecast": wide["forecast"][weighting] / wide["forecast"]["lazy-metropolis"],
-        }).dropna()
-        measured, forecast = ratios["measured"].to_numpy(), ratios["forecast"].to_numpy()
-        result[weighting] = {
-            "pairs": int(len(ratios)),
-            "measured_geometric_mean": float(np.exp(np.log(measured).mean())),
-            "predicted_geometric_mean": float(np.exp(np.log(forecast).mean())),
-            "measured_faster": float(np.mean(measured < 1)),
-            "predicted_faster": float(np.mean(forecast < 1)),
-            "agree": float(np.mean((measured < 1) == (forecast < 1))),
-            "spearman": float(spearmanr(measured, forecast).statistic) if len(ratios) > 2
-            else np.nan}
-    return result
+    cells.sort(key=lambda c: -c.spec.n_devices)  # largest first: the workers finish together
+    job = run_resumable(cells, partial(run_cell, trials=trials, parts=parts, fresh=fresh),
+                        n_jobs=n_jobs)
+    return job.tables["part"].assign(model=model)
 
 
 def provenance(corpus: pd.DataFrame, runs: pd.DataFrame, summary: dict,
                model: str = "logreg") -> dict:
     """What a shipped predictor was fitted on, recorded in its JSON."""
     return {
-        "script": "analyses/predictor_corpus.py" + ("" if model == "logreg"
-                                                     else f" --model {model}"),
+        "script": "python -m analyses.predictor_corpus" + ("" if model == "logreg"
+                                                            else f" --model {model}"),
         "data": "scikit-learn digits (1797 rows, 10 classes), 25 % stratified held-out split",
         "model": MODEL_NAMES[model],
         # what optimize reads to choose its default mixing weights for this predictor
@@ -847,8 +331,9 @@ def figure(predicted: pd.DataFrame):
     return fig
 
 
-def print_summary(summary: dict, scores: pd.DataFrame, predictor: TrainingTimePredictor,
-                  seconds: float) -> None:
+def print_summary(judgement: CorpusJudgement, predictor, seconds: float) -> None:
+    summary, scores = judgement.summary, judgement.cells
+
     def line(label: str, s: dict) -> str:
         return (f"  {label:<34} median {s['median']:.3f}  IQR {s['q25']:.3f}-{s['q75']:.3f}  "
                 f"range {s['min']:.3f}-{s['max']:.3f}  ({s['cells']} cells)")
@@ -896,7 +381,8 @@ def print_summary(summary: dict, scores: pd.DataFrame, predictor: TrainingTimePr
     print(f"{seconds:.0f} s in all")
 
 
-def main() -> None:
+def parse_options(argv=None) -> argparse.Namespace:
+    """The command line; bad values end with one line and exit status 2."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="6 networks of 8-32 devices, K = 0 / 0.8, 2 trials")
@@ -915,34 +401,37 @@ def main() -> None:
                         help="comma-separated network sizes (default "
                              f"{','.join(map(str, SIZES))}; with --model mlp "
                              f"{','.join(map(str, MLP_SIZES))})")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
-        mixings = parse_mixing(args.mixing)
-        sizes = parse_sizes(args.sizes, MLP_SIZES if args.model == "mlp" else SIZES)
+        args.mixing = parse_mixing(args.mixing)
+        args.sizes = parse_sizes(args.sizes, MLP_SIZES if args.model == "mlp" else SIZES)
     except InvalidInputError as error:
         parser.error(str(error))
+    return args
+
+
+def main() -> None:
+    args = parse_options()
     start = time.perf_counter()
     name = corpus_name(args.quick, args.model)
-    corpus = load_or_generate(args.quick, min(args.n_jobs, 2), out_path(f"{name}.parquet"),
-                              args.fresh, mixings, args.model, sizes)
+    corpus = generate_corpus(args.quick, min(max(1, args.n_jobs), 2), args.fresh, args.mixing,
+                             args.model, args.sizes)
+    corpus.to_parquet(out_path(f"{name}.parquet"))
     print(f"corpus: {len(corpus)} rows ({corpus['network'].nunique()} networks) in "
           f"{time.perf_counter() - start:.0f} s", flush=True)
-    runs = at_target(corpus)
-    settings = FeatureSettings(n_samples=training_rows(corpus))
-    scores, predicted = leave_network_out(runs, settings)
-    summary = {**summarise(scores, predicted), "by_weighting": spearman_by_weighting(predicted),
-               "weighting_gains": weighting_gains(predicted)}
-    predictor = fit_predictor(runs, settings)
+    judgement = judge_corpus(corpus, target=TARGET, horizon=ROUNDS)
+    predictor = fit_corpus_predictor(corpus, target=TARGET)
     target = out_path(f"{name}.predictor.json") if args.quick else PREDICTOR_PATHS[args.model]
-    predictor.save(target, provenance(corpus, runs, summary, args.model))
+    predictor.save(target, provenance(corpus, judgement.runs, judgement.summary, args.model))
     from topokit.plotting._style import save_figure
 
-    save_figure(figure(predicted), out_path(f"{name}.png"))
+    save_figure(figure(judgement.predicted), out_path(f"{name}.png"))
     seconds = time.perf_counter() - start
-    write_json(f"{name}.json", {"machine": machine(), "seconds": seconds, "summary": summary,
-                                "cells": scores.to_dict(orient="records"),
+    write_json(f"{name}.json", {"machine": machine(), "seconds": seconds,
+                                "summary": judgement.summary,
+                                "cells": judgement.cells.to_dict(orient="records"),
                                 "predictor": str(target), "model": args.model})
-    print_summary(summary, scores, predictor, seconds)
+    print_summary(judgement, predictor, seconds)
 
 
 if __name__ == "__main__":

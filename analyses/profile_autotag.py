@@ -2,8 +2,8 @@
 
 Run from the repository root:
 
-    python analyses/profile_autotag.py               # |V| = 64, SIoT-like (bench_autotag's)
-    python analyses/profile_autotag.py --sizes 64 128 --kind siot --full
+    python -m analyses.profile_autotag               # |V| = 64, SIoT-like (bench_autotag's)
+    python -m analyses.profile_autotag --sizes 64 128 --kind siot --full
 
 For each size it runs ``autotag`` with the stopping bound (``prune=True``, the default)
 and, with ``--full``, without it, checks that both give the same design and candidates,
@@ -20,18 +20,11 @@ import argparse
 import cProfile
 import io
 import pstats
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "analyses"))
-
-from bench_autotag import siot_like  # noqa: E402
-
-from topokit.design import autotag  # noqa: E402
-from topokit.design.siot import siot  # noqa: E402
+from analyses.bench_autotag import siot_like
+from topokit.design import autotag
+from topokit.network.siot import siot
 
 WORK = ("trajectories", "snapshots", "woodbury_updates", "fresh_inverses",
         "stopped_trajectories")

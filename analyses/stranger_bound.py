@@ -29,7 +29,7 @@ z* and audit.
 Networks: SIoT networks generated with seeds 300-301 (never used to fit the
 default predictor), 12 and 16 devices; logistic regression on scikit-learn's
 digits.  Writes analyses/out/stranger_bound{,_quick}.{json,png,parquet}.
-Run: ``python analyses/stranger_bound.py`` (``--quick``: one network, 2 trials).
+Run: ``python -m analyses.stranger_bound`` (``--quick``: one network, 2 trials).
 """
 
 from __future__ import annotations
@@ -40,18 +40,18 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from design_benchmark import ROUNDS, TARGET, TRAIN, paired_median_ratios, ratio_summary, trial_seed
 
 import topokit
+from analyses._common import machine, out_path, write_json
+from analyses.design_benchmark import BOOTSTRAP_SEED, ROUNDS, TARGET, TRAIN
 from topokit._io import atomic_write_bytes
-from topokit.design._stranger_bound import StrangerBound, required_noise
+from topokit.audit.stranger_bound import StrangerBound, required_noise
 from topokit.design.baselines import dlfdp, ndlf
 from topokit.design.features import DEFAULT_NOISE_MULTIPLIER
-from topokit.design.siot import siot
-from topokit.design.validation import _partition_counts, _training_data
-from topokit.training import DPConfig
-
-from _common import machine, out_path, write_json
+from topokit.network.siot import siot
+from topokit.training import DPConfig, load_digits, partition_class_counts
+from topokit.validation import trial_seed
+from topokit.validation.compare import paired_ratios, ratio_summary
 
 SIZES = (12, 16)
 SEEDS = (300, 301)
@@ -98,8 +98,10 @@ def run_setting(size: int, net_seed: int, skewness: float, bound: float,
                 trials: int) -> pd.DataFrame:
     net = siot(size, seed=net_seed)
     seed = zlib.crc32(f"stranger-{size}-{net_seed}".encode()) % 2**31
-    counts = _partition_counts(net, _training_data(None, None, "digits").y,
-                               trial_seed(seed, 0), partition=skewness)
+    with warnings.catch_warnings():  # training warns about its own partition
+        warnings.filterwarnings("ignore", message="skewness .* needs more rows")
+        counts = partition_class_counts(load_digits()[1], net.n_devices, skewness,
+                                        trial_seed(seed, 0), nodes=net.nodes)
     frames, built = {}, designs(net, counts, bound, seed)
     for name, (topology, noise, exposed, lowered) in built.items():
         if name == "optimize-per-device" and lowered == 0:  # the optimize run, bit for bit
@@ -123,11 +125,11 @@ def paired(runs: pd.DataFrame) -> pd.DataFrame:
     """Per setting: median over trials of optimize's time over each other design's, and
     of optimize-per-device's over optimize's."""
     keys = ["network", "skewness", "bound"]
-    wide = runs.pivot_table(index=[*keys, "trial"], columns="topology", values="time")
     comparisons = [("optimize", other) for other in ("everyone-dp", "dlfdp", "autotag", "ndlf")]
     comparisons.append(("optimize-per-device", "optimize"))
-    rows = paired_median_ratios(wide, keys, comparisons, seed_label=lambda top, bottom: bottom)
-    return pd.DataFrame(rows).rename(columns={"bottom": "other"})[
+    rows = paired_ratios(runs.rename(columns={"topology": "method"}), comparisons, by=keys,
+                         value="time", seed=BOOTSTRAP_SEED, stream=lambda top, bottom: bottom)
+    return rows.rename(columns={"bottom": "other"})[
         [*keys, "top", "other", "ratio", "ci_low", "ci_high"]]
 
 
@@ -186,7 +188,7 @@ def main() -> None:
     print("median z* by bound and design:\n" + noise.to_string())
     print("most exposed stranger pairs by design:\n" + exposed.to_string())
     write_json(f"{name}.json", {
-        "command": f"python analyses/stranger_bound.py{' --quick' if args.quick else ''}",
+        "command": f"python -m analyses.stranger_bound{' --quick' if args.quick else ''}",
         "machine": machine(), "summary": summary, "ratios": ratios.to_dict("records"),
         "median_noise_multiplier": {f"{b} {t}": v for (b, t), v in noise.items()},
         "max_exposed_stranger_pairs": exposed.to_dict(),

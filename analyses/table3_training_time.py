@@ -13,7 +13,7 @@ A cell is the mean over the trials that reached the threshold, in hours, with
 the ratio to DeepPrivacy's mean; "-" where no trial reached it, and
 "[k/n]" where only k of the n trials did.
 
-Run: python analyses/table3_training_time.py [--trials 10] [--quick] [--n-jobs 2]
+Run: python -m analyses.table3_training_time [--trials 10] [--quick] [--n-jobs 2]
 Writes analyses/out/table3_training_time.{md,json,png} (and one runs table per
 network and skewness, table3_<network>_K<K>.parquet, resumable).
 """
@@ -21,21 +21,17 @@ network and skewness, table3_<network>_K<K>.parquet, resumable).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topokit import load_example  # noqa: E402
-from topokit._io import atomic_write_text  # noqa: E402
-from topokit.design.validation import validate  # noqa: E402
-from topokit.plotting.design import accuracy_time_figure, save_figure  # noqa: E402
-
-from _common import machine, out_path, write_json  # noqa: E402
+from analyses._common import machine, out_path, write_json
+from topokit import load_example
+from topokit._io import atomic_write_text
+from topokit.plotting.design import accuracy_time_figure, save_figure
+from topokit.validation.core import validate
 
 NETWORKS = ("siot16", "siot32")
 FRAMEWORKS = {"autotag": "DeepPrivacy", "ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "DeepPrivacy-ERG"}

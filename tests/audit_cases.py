@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from topokit.design.baselines import random_topology
-from topokit.design.siot import siot
+from topokit.network.siot import siot
 
 #: Agreement asked of the audit against its dense twin (relative, on finite mu).
 RTOL = 1e-9

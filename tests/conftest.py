@@ -10,7 +10,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 @pytest.fixture(scope="module")
 def toy():
     """The bundled toy network (with its topology), one per test module."""
-    from topokit.design.examples import load_example
+    from topokit.network.examples import load_example
 
     return load_example("toy")
 

@@ -1,18 +1,17 @@
-"""The docstring examples of analyses/_common.py, which pytest's --doctest-modules does not
-collect (its testpaths are tests/ and topokit/)."""
+"""The docstring examples of the analysis scripts' shared helpers and of the two scripts
+built on topokit.validation, which pytest's --doctest-modules does not collect (its
+testpaths are tests/ and topokit/)."""
 
 from __future__ import annotations
 
 import doctest
-import sys
-from pathlib import Path
+import importlib
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
-
-import _common  # noqa: E402
+import pytest
 
 
-def test_the_examples_of_the_analysis_helpers_run():
-    results = doctest.testmod(_common)
+@pytest.mark.parametrize("name", ["_common", "design_benchmark", "predictor_corpus"])
+def test_the_examples_of_the_analysis_helpers_run(name):
+    results = doctest.testmod(importlib.import_module(f"analyses.{name}"))
     assert results.attempted > 0  # the examples were found
     assert results.failed == 0

@@ -41,24 +41,29 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter():
     assert failures == {}
 
 
-# Which top-level parts of topokit each part may import.  Data flows one way:
-# shared infrastructure <- kernels, dp <- design's network model <- training
-# <- design's validation; gfl and learn stand beside design; plotting and cli on top.
+# Which top-level parts of topokit each part may import.  Data flows one way, with no
+# exception by name: shared infrastructure <- kernels, dp <- the network model <- the
+# privacy audit and the training core <- design <- validation (design x training);
+# gfl and learn stand beside them; plotting, cli and the reference twins on top.
 SHARED = {"errors", "_checks", "_io", "_random", "_compat", "_version", "_jobs"}
+_BASE = SHARED | {"kernels", "dp"}
 ALLOWED = {
     "shared": SHARED,
     "kernels": SHARED | {"kernels"},
     "dp": SHARED | {"dp"},
-    "design": SHARED | {"kernels", "dp", "design"},
-    "training": SHARED | {"kernels", "dp", "design", "training"},
-    "gfl": SHARED | {"kernels", "dp", "gfl"},
-    "learn": SHARED | {"kernels", "dp", "learn"},
-    "plotting": SHARED | {"kernels", "dp", "design", "training", "gfl", "learn", "plotting"},
-    "cli": SHARED | {"kernels", "dp", "design", "training", "gfl", "learn", "plotting", "cli"},
-    "testing": SHARED | {"kernels", "dp", "design", "training", "testing"},
+    "network": _BASE | {"network"},
+    "audit": _BASE | {"network", "audit"},
+    "training": _BASE | {"network", "training"},
+    "design": _BASE | {"network", "audit", "design"},
+    "validation": _BASE | {"network", "audit", "design", "training", "validation"},
+    "gfl": _BASE | {"gfl"},
+    "learn": _BASE | {"learn"},
+    "plotting": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
+                         "plotting"},
+    "cli": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
+                    "plotting", "cli"},
+    "testing": _BASE | {"network", "audit", "design", "training", "testing"},
 }
-# design's validation and calibration are "design x training": they may train.
-DESIGN_MODULES_THAT_TRAIN = {"topokit.design.validation", "topokit.design.calibration"}
 
 
 def _part(module: str) -> str:
@@ -78,14 +83,29 @@ def _plot_method_bodies(tree: ast.Module) -> set[int]:
     return inside
 
 
-def _topokit_imports(path: Path, module: str) -> set[str]:
+def _type_checking_bodies(tree: ast.Module) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:``: annotations only, never executed."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside.update(id(child) for statement in node.body for child in ast.walk(statement))
+    return inside
+
+
+def _module_path(module: str) -> Path:
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _topokit_imports(path: Path, module: str, *, skip_plot: bool = True) -> set[str]:
+    """The topokit modules (or module.name) ``module`` imports, at any depth of its code."""
     is_package = path.name == "__init__.py"
     package = module.split(".") if is_package else module.split(".")[:-1]
     tree = ast.parse(path.read_text())
-    in_plot_methods = _plot_method_bodies(tree)
+    skipped = _type_checking_bodies(tree) | (_plot_method_bodies(tree) if skip_plot else set())
     found = set()
     for node in ast.walk(tree):
-        if id(node) in in_plot_methods:
+        if id(node) in skipped:
             continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -103,15 +123,51 @@ def _topokit_imports(path: Path, module: str) -> set[str]:
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _part(m) not in ("root",)])
 def test_imports_point_one_way(module):
-    path = PACKAGE.parent.joinpath(*module.split("."))
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    part = _part(module)
-    allowed = ALLOWED[part] | ({"training"} if module in DESIGN_MODULES_THAT_TRAIN else set())
     wrong = sorted(
-        target for target in _topokit_imports(path, module)
-        if target.split(".")[1] not in allowed
+        target for target in _topokit_imports(_module_path(module), module)
+        if target.split(".")[1] not in ALLOWED[_part(module)]
     )
-    assert wrong == [], f"{module} ({part}) imports {wrong}"
+    assert wrong == [], f"{module} ({_part(module)}) imports {wrong}"
+
+
+def _imported_modules(module: str) -> set[str]:
+    """The modules of topokit that ``module`` imports (``pkg.name`` resolved to a module
+    where it is one, else to ``pkg``), lazy imports in function bodies included."""
+    found = set()
+    for target in _topokit_imports(_module_path(module), module, skip_plot=False):
+        while target not in MODULES and "." in target:
+            target = target.rpartition(".")[0]
+        if target in MODULES and target != module:
+            found.add(target)
+    return found
+
+
+def _package_of(module: str) -> str:
+    return module if _module_path(module).name == "__init__.py" else module.rpartition(".")[0]
+
+
+def test_no_import_circle_between_modules():
+    # A package's __init__ re-exports its modules' names: an edge into an __init__ from
+    # inside its own package is the re-export, not a dependency, so it is left out.
+    graph = {
+        module: {target for target in _imported_modules(module)
+                 if not (_module_path(target).name == "__init__.py"
+                         and module.startswith(target + "."))}
+        for module in MODULES
+    }
+    import networkx as nx
+
+    cycles = [sorted(c) for c in nx.simple_cycles(nx.DiGraph(
+        [(a, b) for a, targets in graph.items() for b in targets]
+        + [(_package_of(m), m) for m in []]))]
+    assert cycles == []
+
+
+def test_training_imports_nothing_from_design():
+    for module in MODULES:
+        if _part(module) == "training":
+            targets = _topokit_imports(_module_path(module), module, skip_plot=False)
+            assert not any(t.split(".")[1] == "design" for t in targets), module
 
 
 @pytest.mark.parametrize("old, new", sorted(MOVED_MODULES.items()))

@@ -12,19 +12,13 @@ from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Topology, autotag, load_example
+from topokit.audit import _kernels as kernels
+from topokit.audit.core import PrivacyAudit, _gdp_epsilon, _noise_vector, _problem, privacy_audit
 from topokit.cli import app
-from topokit.design import _audit_kernels as kernels
-from topokit.design.audit import (
-    PrivacyAudit,
-    _gdp_epsilon,
-    _noise_vector,
-    _problem,
-    privacy_audit,
-)
 from topokit.design.baselines import ndlf, random_topology
 from topokit.design.metrics import exposure
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError, InvalidTopologyError, NodeNotFoundError
+from topokit.network.siot import siot
 from topokit.testing.naive_audit import naive_privacy_audit
 
 runner = CliRunner()

@@ -13,12 +13,12 @@ from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Network, Topology, load_example
+from topokit.audit import _kernels as kernels
+from topokit.audit.core import PrivacyAudit, _noise_vector, _problem, privacy_audit
 from topokit.cli import app
-from topokit.design import _audit_kernels as kernels
-from topokit.design.audit import PrivacyAudit, _noise_vector, _problem, privacy_audit
 from topokit.design.baselines import random_topology
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError, NodeNotFoundError
+from topokit.network.siot import siot
 from topokit.testing.naive_audit import naive_dsgd_gram, naive_privacy_audit
 
 runner = CliRunner()
@@ -234,13 +234,13 @@ def test_cli_dsgd_bad_inputs_exit_2_with_one_line(args, words):
 @pytest.mark.parametrize("model", ["gossip", "dsgd"])
 @pytest.mark.parametrize("knows", [False, True])
 def test_stranger_mu_max_matches_the_audits_summary(seed, model, knows):
-    from topokit.design.features import _adjacency
+    from topokit.network.quantities import adjacency_matrix
 
     net, topology, rounds, noise = random_case(seed)
     summary = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
                             observer_knows_own_noise=knows, model=model).summary()
     exposed, largest = kernels.stranger_mu_max(
-        _adjacency(net, topology), _noise_vector(net, topology, noise),
+        adjacency_matrix(net, topology), _noise_vector(net, topology, noise),
         net.social_adjacency.astype(bool), rounds, knows_own_noise=knows, model=model)
     assert exposed == summary["exposed_stranger_pairs"]
     if summary["stranger_mu_max"] is None:
@@ -251,12 +251,12 @@ def test_stranger_mu_max_matches_the_audits_summary(seed, model, knows):
 
 def test_stranger_mu_max_on_siot32_autotag():
     from topokit import autotag
-    from topokit.design.features import _adjacency
+    from topokit.network.quantities import adjacency_matrix
 
     net = load_example("siot32")
     topology = autotag(net).topology
     exposed, largest = kernels.stranger_mu_max(
-        _adjacency(net, topology), _noise_vector(net, topology, 1.0),
+        adjacency_matrix(net, topology), _noise_vector(net, topology, 1.0),
         net.social_adjacency.astype(bool), 30)
     assert exposed == 361 and round(largest, 2) == 2.48
 

@@ -16,8 +16,8 @@ import pytest
 from topokit import hitting_times, lazy_metropolis, load_example
 from topokit.design import _autotag, autotag
 from topokit.design import _autotag_kernels as kernels
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
+from topokit.network.siot import siot
 from topokit.testing.naive_autotag import naive_autotag, random_network
 
 

@@ -658,7 +658,7 @@ def _forbid_work(monkeypatch) -> None:
 
     import topokit.cli.learn as learn_cli
     import topokit.design._autotag as autotag_module
-    import topokit.design.validation as validation_module
+    import topokit.validation.core as validation_module
 
     monkeypatch.setattr(autotag_module, "autotag", work)
     monkeypatch.setattr(validation_module, "train", work)
@@ -682,7 +682,7 @@ def test_cli_bad_input(build, keyword, before_work, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = build(tmp_path)
     if args == ["examples"]:  # an installation without its data files
-        import topokit.design.examples as examples
+        import topokit.network.examples as examples
 
         monkeypatch.setattr(examples, "__file__", str(tmp_path / "topokit" / "design" / "x.py"))
     if before_work:
@@ -725,7 +725,7 @@ def _federated(signals=None, **kwargs):
 
 
 def _siot(*args, **kwargs):
-    from topokit.datasets import siot
+    from topokit.network.siot import siot
 
     return siot(*args, **kwargs)
 

@@ -22,10 +22,11 @@ from topokit import evaluate, load_example, load_network, save_network
 from topokit.cli import app
 from topokit.design.baselines import dlfdp, ndlf
 from topokit.design.features import topology_features
-from topokit.design.network import Network, graph_to_network, network_to_graph
 from topokit.design.time_predictor import load_predictor, predict_topology
-from topokit.design.validation import validate
 from topokit.errors import InputFileError, InvalidInputError, NodeNotFoundError
+from topokit.network.core import Network
+from topokit.network.formats import graph_to_network, network_to_graph
+from topokit.validation.core import validate
 
 runner = CliRunner()
 #: A wide terminal, so rich never wraps the one error line.

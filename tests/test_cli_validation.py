@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from topokit import evaluate, load_example
 from topokit.cli import app
 from topokit.design.predictor import GlobalIteratePredictor
-from topokit.design.validation import calibrate, validate
+from topokit.validation.core import calibrate, validate
 
 runner = CliRunner()
 

@@ -11,9 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topokit import physical
-from topokit.design.examples import data_dir, load_example
-from topokit.design.siot import (
+from topokit.errors import (
+    DisconnectedGraphError,
+    InvalidInputError,
+    NetworkFileError,
+    NetworkFileNotFoundError,
+)
+from topokit.network import physical
+from topokit.network.examples import data_dir, load_example
+from topokit.network.siot import (
     DEFAULT_METRES_PER_UNIT,
     DEFAULT_PUBLIC_RANGE_M,
     OWNER_TYPE_SETS,
@@ -27,12 +33,6 @@ from topokit.design.siot import (
     siot_oor_network,
     siot_statistics,
     siot_synthetic_devices,
-)
-from topokit.errors import (
-    DisconnectedGraphError,
-    InvalidInputError,
-    NetworkFileError,
-    NetworkFileNotFoundError,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,25 +4,21 @@ replayed predictions and the keyed resume of a setting."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import analyses._common as common
+import analyses.design_benchmark as bench
 import topokit
 from topokit.design.baselines import ndlf
 from topokit.errors import InvalidInputError
 from topokit.kernels import spectral_gap
+from topokit.validation import compare, corpus
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
-bench = importlib.import_module("design_benchmark")
-corpus = importlib.import_module("predictor_corpus")
-common = importlib.import_module("_common")
-
-TOY = bench.Spec("toy", 6, example="toy")
+TOY = corpus.NetworkSpec(6, example="toy")
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,13 +83,13 @@ def test_ndlf_fastest_is_the_social_graph_with_fastest_mixing_weights(toy_net):
 
 def test_keys_tell_weighted_arms_apart_and_let_equal_designs_share(toy_net):
     plain = ndlf(toy_net)
-    fastest = corpus.weighted(plain, toy_net, "fastest", 0)
+    fastest = corpus.weighted_topology(plain, toy_net, "fastest", 0)
     setting = bench.Setting(TOY, 0.4, "logreg", {
-        "optimize-lazy-metropolis": corpus.Entry("optimize-lazy-metropolis", "lazy-metropolis",
-                                                 plain),
+        "optimize-lazy-metropolis": corpus.CorpusEntry("optimize-lazy-metropolis",
+                                                       "lazy-metropolis", plain),
         # optimize (fastest-mixing weights) kept the plain design: the same runs
-        "optimize": corpus.Entry("optimize", "lazy-metropolis", plain),
-        "ndlf-fastest": corpus.Entry("ndlf-fastest", "fastest", fastest)})
+        "optimize": corpus.CorpusEntry("optimize", "lazy-metropolis", plain),
+        "ndlf-fastest": corpus.CorpusEntry("ndlf-fastest", "fastest", fastest)})
     keys = bench.setting_keys(setting, toy_net, "data")
     assert keys["optimize-lazy-metropolis"] == keys["optimize"] != keys["ndlf-fastest"]
     other_model = bench.setting_keys(setting._replace(model="mlp"), toy_net, "data")
@@ -105,7 +101,7 @@ def test_each_model_s_optimize_arms_are_designed_by_its_predictor(monkeypatch):
 
     def arms(net, counts, seed, methods, predictor="default"):
         judged.append(predictor)
-        return {"optimize": corpus.Entry("optimize", "fastest", ndlf(net))}, {"optimize": {
+        return {"optimize": corpus.CorpusEntry("optimize", "fastest", ndlf(net))}, {"optimize": {
             "predictor_used": predictor}}
 
     monkeypatch.setattr(bench, "optimize_arms", arms)
@@ -142,6 +138,10 @@ def synthetic_runs() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def at_target(runs: pd.DataFrame) -> pd.DataFrame:
+    return compare.time_to_target(runs, bench.TARGET, horizon=bench.ROUNDS)
+
+
 def median_ratio(top: str, bottom: str) -> float:
     """The paired median over trials, computed from BASE directly (the same in every setting)."""
     return float(np.median([(BASE[top] + t) / (BASE[bottom] + t) for t in range(3)]))
@@ -170,7 +170,8 @@ def test_the_hindsight_ceiling_is_the_best_topology_s_paired_median_in_each_sett
     slowed = runs.assign(measured_rounds=np.where(
         (runs["network"] == "n1") & (runs["skewness"] == 0.8)
         & (runs["topology"] == "ndlf-fastest"), 100.0, runs["measured_rounds"]))
-    ceiling = bench.hindsight_ceiling(bench.at_target(slowed))
+    ceiling = compare.hindsight_ceiling(at_target(slowed), "ndlf", by=bench.SETTING,
+                                        group="skewness", at_least=[0.4])
     assert ceiling["0.8"] == pytest.approx(
         np.sqrt(best / median_ratio("optimize", "ndlf")), rel=1e-12)  # geometric mean of two
     assert ceiling["0.4"] == pytest.approx(best, rel=1e-12)
@@ -181,12 +182,12 @@ def test_a_design_two_arms_share_counts_once_in_the_spearman():
     # predictions that rank the methods partly wrong, so that weights on one matter
     wrong = {"ndlf": 10, "ndlf-fastest": 20, "optimize-lazy-metropolis": 12, "optimize": 18}
     runs["predicted_time"] = runs["method"].map(wrong) * 100.0 + runs["trial"]
-    base = bench.spearman_cells(bench.at_target(runs))
+    base = bench.spearman_cells(at_target(runs))
     assert (base["spearman"] < 0.9).all()
     # a third arm that gave ndlf-fastest's topology: the same runs under the same key
     copy = runs[runs["method"] == "ndlf-fastest"].assign(method="optimize-fastest",
                                                            topology="optimize-fastest")
-    doubled = bench.spearman_cells(bench.at_target(pd.concat([runs, copy])))
+    doubled = bench.spearman_cells(at_target(pd.concat([runs, copy])))
     pd.testing.assert_series_equal(base["spearman"], doubled["spearman"])
     assert (base["runs"] == doubled["runs"]).all()
 
@@ -222,7 +223,7 @@ def test_the_summary_and_figure_show_the_new_arms(capsys):
 
 
 def test_random_best_is_left_out_when_no_random_topology_ran():
-    times = bench.method_times(bench.at_target(synthetic_runs()))
+    times = bench.method_times(at_target(synthetic_runs()))
     assert set(times["method"]) == set(BASE)
 
 
@@ -239,10 +240,11 @@ def short_training(monkeypatch):
 def _toy_setting(net) -> bench.Setting:
     plain = ndlf(net)
     return bench.Setting(TOY, 0.4, "logreg", {
-        "ndlf": corpus.Entry("ndlf", "lazy-metropolis", plain),
-        "ndlf-fastest": corpus.Entry("ndlf-fastest", "fastest",
-                                     corpus.weighted(plain, net, "fastest", 0)),
-        "dlfdp": corpus.Entry("dlfdp", "lazy-metropolis", topokit.design.baselines.dlfdp(net))})
+        "ndlf": corpus.CorpusEntry("ndlf", "lazy-metropolis", plain),
+        "ndlf-fastest": corpus.CorpusEntry("ndlf-fastest", "fastest",
+                                           corpus.weighted_topology(plain, net, "fastest", 0)),
+        "dlfdp": corpus.CorpusEntry("dlfdp", "lazy-metropolis",
+                                    topokit.design.baselines.dlfdp(net))})
 
 
 def test_replayed_predictions_equal_validates_for_weighted_topologies(toy_net, digits):
@@ -252,7 +254,9 @@ def test_replayed_predictions_equal_validates_for_weighted_topologies(toy_net, d
                               2, bench.network_seed("toy"), setting.skewness, X=X, y=y,
                               targets=bench.TARGETS, predictor="default", rounds=3,
                               audit_rounds=0)
-    replayed = bench._predicted(frame, setting, toy_net, y)
+    replayed = corpus.trial_predictions(
+        frame, toy_net, {name: entry.topology for name, entry in setting.topologies.items()},
+        predictor="default", y=y, skewness=setting.skewness)
     np.testing.assert_allclose(replayed["predicted_time"], frame["pseudo_time"], rtol=1e-12)
     np.testing.assert_allclose(replayed["predicted_rounds"], frame["predicted_global_iterate"],
                                rtol=1e-12)
@@ -263,22 +267,22 @@ def test_replayed_predictions_equal_validates_for_weighted_topologies(toy_net, d
 def test_a_setting_trains_once_and_retrains_only_what_changed(toy_net, tmp_path,
                                                              short_training):
     setting = _toy_setting(toy_net)
-    first = bench.run_setting(setting, 2, tmp_path, "data")
-    assert first["n_runs"] == 6 and first["runs"]["method"].nunique() == 3
-    again = bench.run_setting(setting, 2, tmp_path, "data")
-    assert again["n_runs"] == 0 and again["wall_clock"] is None
+    first, cost = bench.run_setting(setting, 2, tmp_path, "data")
+    assert cost["n_runs"].tolist() == [6] and first["method"].nunique() == 3
+    again, cost = bench.run_setting(setting, 2, tmp_path, "data")
+    assert cost["n_runs"].tolist() == [0] and cost["wall_clock"].isna().all()
     columns = ["topology", "trial", "target", "measured_rounds", "final_accuracy",
                "predicted_time", "pseudo_time", "weighting"]
     pd.testing.assert_frame_equal(
-        first["runs"][columns].sort_values(columns[:3]).reset_index(drop=True),
-        again["runs"][columns].sort_values(columns[:3]).reset_index(drop=True))
+        first[columns].sort_values(columns[:3]).reset_index(drop=True),
+        again[columns].sort_values(columns[:3]).reset_index(drop=True))
     # One topology changes (its DP set): only it is trained again.
     changed = dict(setting.topologies)
-    changed["ndlf"] = corpus.Entry("ndlf", "lazy-metropolis",
-                                   topokit.Topology(ndlf(toy_net).edges, toy_net.nodes[:2]))
-    third = bench.run_setting(setting._replace(topologies=changed), 2, tmp_path, "data")
-    assert third["n_runs"] == 2
-    assert set(third["runs"].loc[third["runs"]["topology"] == "ndlf", "n_dp_devices"]) == {2}
+    changed["ndlf"] = corpus.CorpusEntry("ndlf", "lazy-metropolis",
+                                         topokit.Topology(ndlf(toy_net).edges, toy_net.nodes[:2]))
+    third, cost = bench.run_setting(setting._replace(topologies=changed), 2, tmp_path, "data")
+    assert cost["n_runs"].tolist() == [2]
+    assert set(third.loc[third["topology"] == "ndlf", "n_dp_devices"]) == {2}
     saved = common.read_runs(tmp_path / f"{setting.stem}.runs.parquet")
     assert len(saved) == 3 * 2 * len(bench.TARGETS)  # the stale ndlf runs were replaced
     assert not list(tmp_path.glob("*.training-*"))  # validate's scratch files removed
@@ -292,7 +296,7 @@ def test_a_setting_trains_once_and_retrains_only_what_changed(toy_net, tmp_path,
 def test_a_change_of_the_training_code_makes_every_key_new(toy_net, monkeypatch):
     setting = _toy_setting(toy_net)
     keys = bench.setting_keys(setting, toy_net, "data")
-    assert corpus.training_digest() == corpus.training_digest()  # deterministic
+    assert common.training_digest() == common.training_digest()  # deterministic
     monkeypatch.setattr(bench, "training_digest", lambda: "another training")
     changed = bench.setting_keys(setting, toy_net, "data")
     assert not set(changed.values()) & set(keys.values())
@@ -300,7 +304,8 @@ def test_a_change_of_the_training_code_makes_every_key_new(toy_net, monkeypatch)
 
 def _legacy_part(setting, net, parts: Path, trials: int) -> Path:
     """A part written before run keys whose runs show the topologies' seeds and metrics."""
-    expected = bench._legacy_expected(setting, net, trials)
+    expected = common.legacy_metrics(net, setting.topologies,
+                                     bench.network_seed(setting.spec.name), trials)
     rows = pd.concat([expected.assign(target=target, measured_rounds=9.0)
                       for target in bench.TARGETS], ignore_index=True)
     path = parts / f"{setting.stem}_0123456789abcdef.parquet"
@@ -325,8 +330,8 @@ def test_old_parts_of_another_design_are_not_adopted(toy_net, tmp_path):
     setting = _toy_setting(toy_net)
     _legacy_part(setting, toy_net, tmp_path, 2)
     changed = dict(setting.topologies)
-    changed["ndlf"] = corpus.Entry("ndlf", "lazy-metropolis",
-                                   topokit.Topology(ndlf(toy_net).edges, toy_net.nodes[:2]))
+    changed["ndlf"] = corpus.CorpusEntry("ndlf", "lazy-metropolis",
+                                         topokit.Topology(ndlf(toy_net).edges, toy_net.nodes[:2]))
     setting = setting._replace(topologies=changed)
     keys = bench.setting_keys(setting, toy_net, "data")
     saved = bench.saved_runs(setting, toy_net, tmp_path, keys, 2)

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from topokit import privacy_audit
 from topokit.cli import app
 from topokit.design import load_noise_multipliers
-from topokit.design.network import load_topology, save_network, save_topology
-from topokit.design.siot import siot
 from topokit.errors import InputFileError
+from topokit.network.formats import load_topology, save_network, save_topology
+from topokit.network.siot import siot
 
 ROUNDS = 3
 runner = CliRunner()

@@ -16,17 +16,13 @@ import numpy as np
 import pytest
 
 from topokit import Topology, evaluate, load_example, privacy_audit
-from topokit.design._stranger_bound import (
-    NOISE_RTOL,
-    DeviceNoise,
-    StrangerBound,
-    required_noise,
-)
+from topokit.audit.stranger_bound import NOISE_RTOL, DeviceNoise, StrangerBound, required_noise
 from topokit.design.baselines import dlfdp, ndlf
-from topokit.design.features import FeatureSettings, _adjacency, topology_features
-from topokit.design.siot import siot
+from topokit.design.features import FeatureSettings, topology_features
 from topokit.design.time_predictor import load_predictor
 from topokit.errors import InvalidInputError
+from topokit.network.quantities import adjacency_matrix
+from topokit.network.siot import siot
 
 # Predictions of the default predictor shipped before per-device noise existed (commit
 # 4b31466, kept as tests/data/predictor_session6.json), by topokit at that commit, on
@@ -128,7 +124,7 @@ def _audit(net, topology, noise):
 
 def test_each_least_level_meets_the_bound_and_is_least_within_tolerance(toy, everyone_dp):
     topology, bound, z_star = everyone_dp
-    search = DeviceNoise(_adjacency(toy, topology), toy.social_adjacency > 0, bound)
+    search = DeviceNoise(adjacency_matrix(toy, topology), toy.social_adjacency > 0, bound)
     uniform = np.full(toy.n_devices, z_star)
     levels = [search.least_noise(uniform, j) for j in range(toy.n_devices)]
     assert all(bound.base_noise <= level <= z_star for level in levels)
@@ -146,7 +142,7 @@ def test_each_least_level_meets_the_bound_and_is_least_within_tolerance(toy, eve
 
 def test_a_device_the_worst_pair_needs_costs_one_audit(toy, everyone_dp):
     topology, bound, z_star = everyone_dp
-    search = DeviceNoise(_adjacency(toy, topology), toy.social_adjacency > 0, bound)
+    search = DeviceNoise(adjacency_matrix(toy, topology), toy.social_adjacency > 0, bound)
     uniform = np.full(toy.n_devices, z_star)
     for j in range(toy.n_devices):
         before = search.audits
@@ -169,7 +165,7 @@ def _design(*args):
 
 @pytest.fixture(scope="module")
 def siot_file(tmp_path_factory):
-    from topokit.design.network import save_network
+    from topokit.network.formats import save_network
 
     net = siot(10, seed=1)
     return net, save_network(net, tmp_path_factory.mktemp("net") / "siot10.json")

@@ -17,8 +17,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from topokit.design.network import Network, Topology
 from topokit.errors import NotAFormalGuaranteeWarning
+from topokit.network.core import Network, Topology
 from topokit.testing.naive_training import naive_train
 from topokit.training import DPConfig, Model, train
 from topokit.training._sampling import PoissonSampler
@@ -256,9 +256,9 @@ def test_validate_marks_nominal_epsilon_runs_and_warns():
     import warnings as _warnings
 
     from topokit import load_example
-    from topokit.design.validation import noise_variance, validate
     from topokit.errors import NotAFormalGuaranteeWarning
     from topokit.training import DPConfig
+    from topokit.validation.core import noise_variance, validate
 
     net = load_example("toy")
     with _warnings.catch_warnings(record=True) as caught:

@@ -6,8 +6,8 @@ import pytest
 
 from topokit import Network, load_example
 from topokit.design.baselines import exponential_graph
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
+from topokit.network.siot import siot
 
 
 def complete_delay_network(n: int) -> Network:

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from topokit.design.calibration import calibrate, leave_network_out
 from topokit.design.time_predictor import DEFAULT_FEATURES, TrainingTimePredictor
-from topokit.design.validation import _censored_spearman
 from topokit.errors import InvalidInputError
+from topokit.validation.calibration import calibrate, leave_network_out
+from topokit.validation.stats import censored_spearman
 
 HORIZON = 100
 
@@ -49,7 +49,7 @@ def test_leave_network_out_ranks_a_monotone_law_and_matches_a_manual_refit():
     test = runs[runs["network"] == "n2"]
     predicted = fitted.predict(test[list(DEFAULT_FEATURES)].to_numpy(float)) * 10
     measured = test["measured_rounds"].fillna(np.inf).to_numpy() * 10
-    expected = _censored_spearman(predicted, measured)
+    expected = censored_spearman(predicted, measured)
     assert scores.loc[scores["network"] == "n2", "spearman"].item() == pytest.approx(expected)
 
 

@@ -12,13 +12,6 @@ import pytest
 from topokit import evaluate, load_example, save_network
 from topokit.design.features import topology_features
 from topokit.design.mixing import fastest_mixing_topology
-from topokit.design.network import (
-    Network,
-    Topology,
-    load_network,
-    load_topology,
-    save_topology,
-)
 from topokit.errors import (
     DisconnectedGraphError,
     InputFileError,
@@ -28,6 +21,8 @@ from topokit.errors import (
     TopokitWarning,
 )
 from topokit.kernels import lazy_metropolis
+from topokit.network.core import Network, Topology
+from topokit.network.formats import load_network, load_topology, save_topology
 from topokit.testing import naive_kernels
 from topokit.testing.naive_training import naive_train
 from topokit.training import DPConfig, train
@@ -198,7 +193,7 @@ def test_weights_round_trip_through_topology_and_network_files(tmp_path, toy, to
 
 def test_unweighted_files_are_written_byte_for_byte_as_before(tmp_path, toy):
     # The bundled toy network was written before topologies had weights.
-    from topokit.design.examples import data_dir
+    from topokit.network.examples import data_dir
 
     written = save_network(toy, tmp_path / "toy.json")
     assert written.read_bytes() == (data_dir() / "toy.json").read_bytes()

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
-
-import ndlf_margin as analysis  # noqa: E402
+import analyses.ndlf_margin as analysis
 
 
 def _times() -> pd.DataFrame:
@@ -30,6 +25,17 @@ def _times() -> pd.DataFrame:
 
 def _decision(gain, kept=False):
     return {"margin": 1.0, "kept_ndlf": kept, "predicted_gain": gain, "ndlf_weights": "x"}
+
+
+def test_a_null_predicted_time_in_the_benchmark_json_is_never():
+    # strict JSON writes an infinite predicted time (a start that never reaches) as null
+    entry = {"network": "a", "skewness": 0.0, "model": "logreg", "method": "optimize",
+             "start_times": {"ndlf": 110.0, "erg": None}, "predicted_time": 100.0,
+             "ndlf_margin": _decision(1.1)}
+    gains = analysis.predicted_gains({"optimize": [entry]})
+    assert gains["gain"].tolist() == [pytest.approx(1.1)]
+    entry["start_times"]["erg"] = 105.0  # now a start predicted faster than NDLF
+    assert analysis.predicted_gains({"optimize": [entry]})["gain"].tolist() == [np.inf]
 
 
 def test_gain_counts_only_when_ndlf_is_no_slower_than_every_reference():

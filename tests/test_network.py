@@ -17,7 +17,6 @@ from topokit import (
     save_network,
     save_topology,
 )
-from topokit.design.physical import LTE_RATE_MBPS, pairwise_delays
 from topokit.errors import (
     DisconnectedGraphError,
     InvalidInputError,
@@ -26,6 +25,7 @@ from topokit.errors import (
     NetworkFileNotFoundError,
     NodeNotFoundError,
 )
+from topokit.network.physical import LTE_RATE_MBPS, pairwise_delays
 
 
 @pytest.fixture

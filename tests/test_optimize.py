@@ -25,10 +25,10 @@ from topokit import (
 from topokit._random import keyed_seed
 from topokit.design.baselines import dlfdp, erg, ndlf, optimum
 from topokit.design.features import topology_features
-from topokit.design.metrics import local_iterate
-from topokit.design.siot import siot
 from topokit.design.time_predictor import FEATURE_TRANSFORMS, load_predictor
 from topokit.errors import DisconnectedGraphError, InvalidInputError
+from topokit.network.quantities import local_iterate
+from topokit.network.siot import siot
 
 
 def skewed_counts(n_devices: int, seed: int) -> np.ndarray:
@@ -198,7 +198,7 @@ def test_eq15_with_noise_variance_is_refused_and_a_disconnected_network_too():
 
 
 def test_validate_spec_optimize_and_feature_columns():
-    from topokit.design.validation import FEATURE_COLUMNS, validate
+    from topokit.validation.core import FEATURE_COLUMNS, validate
 
     net = load_example("siot16")
     with warnings.catch_warnings():
@@ -230,7 +230,7 @@ def test_validate_s_optimize_spec_is_judged_by_the_model_s_shipped_predictor(
     """Without a fitted predictor of the user's, the "optimize" spec designs with the one
     topokit ships for the model trained (the MLP's runs answer the topology differently)."""
     import topokit.design._optimize as module
-    from topokit.design.validation import validate
+    from topokit.validation.core import validate
 
     seen = []
 

@@ -22,9 +22,9 @@ from topokit._random import keyed_seed
 from topokit.cli import app
 from topokit.design import default_mixing
 from topokit.design.baselines import ndlf
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
 from topokit.kernels import metropolis, spectral_gap
+from topokit.network.siot import siot
 
 
 @pytest.fixture(scope="module")

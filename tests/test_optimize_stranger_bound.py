@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from topokit import evaluate, load_example, optimize, privacy_audit
-from topokit.design._stranger_bound import StrangerBound, required_noise
+from topokit.audit.stranger_bound import StrangerBound, required_noise
 from topokit.design.baselines import dlfdp, random_topology
-from topokit.design.siot import siot
 from topokit.design.time_predictor import load_predictor
 from topokit.errors import InvalidInputError
+from topokit.network.siot import siot
 
 ROUNDS = 30
 

@@ -5,23 +5,21 @@ saved before run keys only when they match)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import analyses._common as common
+import analyses.predictor_corpus as script
 import topokit
 from topokit.design.baselines import ndlf
 from topokit.design.features import FeatureSettings, features_of_arrays
-from topokit.design.siot import siot
 from topokit.errors import InvalidInputError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
-corpus = importlib.import_module("predictor_corpus")
-common = importlib.import_module("_common")
+from topokit.network.siot import siot
+from topokit.training import load_digits, partition_class_counts
+from topokit.validation import corpus
 
 RUN_KEY = common.RUN_KEY
 SETTINGS = {"skewness": 0.4, "seed": 8001, "targets": (0.85, 0.88), "rounds": 200, "data": "d"}
@@ -39,8 +37,10 @@ def plain(net):
 
 
 def _counts(net, skewness=0.8, seed=3):
-    X, y = topokit.training.load_digits()
-    return corpus.class_counts(net, skewness, seed, X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return partition_class_counts(load_digits()[1], net.n_devices, skewness, seed,
+                                      nodes=net.nodes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -49,11 +49,11 @@ def _counts(net, skewness=0.8, seed=3):
 
 
 def test_parse_mixing_orders_the_weightings_and_refuses_unknown_ones_in_one_line():
-    assert corpus.parse_mixing("fastest,lazy-metropolis, metropolis") == corpus.MIXINGS
-    assert corpus.parse_mixing("metropolis") == ("metropolis",)
+    assert script.parse_mixing("fastest,lazy-metropolis, metropolis") == corpus.MIXINGS
+    assert script.parse_mixing("metropolis") == ("metropolis",)
     for bad, said in (("fastest,lazy", "unknown weighting 'lazy'"), (" , ", "nothing")):
         with pytest.raises(InvalidInputError) as caught:
-            corpus.parse_mixing(bad)
+            script.parse_mixing(bad)
         message = str(caught.value)
         assert said in message and "lazy-metropolis,metropolis,fastest" in message
         assert "\n" not in message
@@ -69,7 +69,7 @@ def test_fastest_weights_only_where_the_sdp_is_exact():
 def test_every_topology_comes_in_every_weighting_with_its_links_and_dp_devices(net, plain):
     entries = corpus.with_weightings({"ndlf": ("ndlf", plain)}, net, corpus.MIXINGS, seed=5)
     assert list(entries) == ["ndlf", "ndlf/metropolis", "ndlf/fastest"]
-    assert entries["ndlf"] == corpus.Entry("ndlf", "lazy-metropolis", plain)
+    assert entries["ndlf"] == corpus.CorpusEntry("ndlf", "lazy-metropolis", plain)
     metropolis, fastest = entries["ndlf/metropolis"], entries["ndlf/fastest"]
     assert metropolis.weighting == "metropolis" and metropolis.kind == "ndlf"
     # Metropolis-Hastings: the same links, 1 / (1 + max degree) on each.
@@ -85,7 +85,7 @@ def test_every_topology_comes_in_every_weighting_with_its_links_and_dp_devices(n
 
 def test_unknown_weighting_is_refused(net, plain):
     with pytest.raises(InvalidInputError, match="weighting must be one of"):
-        corpus.weighted(plain, net, "uniform", 0)
+        corpus.weighted_topology(plain, net, "uniform", 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,34 +95,34 @@ def test_unknown_weighting_is_refused(net, plain):
 
 def test_the_run_key_includes_the_weighting(net, plain):
     network = common.network_digest(net)
-    key = corpus.run_key(network, corpus.Entry("ndlf", "lazy-metropolis", plain), SETTINGS)
+    key = common.run_key(network, corpus.CorpusEntry("ndlf", "lazy-metropolis", plain), SETTINGS)
     # Same links and label, another weighting: another key, even before the weights differ.
-    assert corpus.run_key(network, corpus.Entry("ndlf", "metropolis", plain), SETTINGS) != key
-    weighted = corpus.weighted(plain, net, "metropolis", 0)
-    assert corpus.run_key(network, corpus.Entry("ndlf", "lazy-metropolis", weighted),
+    assert common.run_key(network, corpus.CorpusEntry("ndlf", "metropolis", plain), SETTINGS) != key
+    weighted = corpus.weighted_topology(plain, net, "metropolis", 0)
+    assert common.run_key(network, corpus.CorpusEntry("ndlf", "lazy-metropolis", weighted),
                           SETTINGS) != key
     # Identical inputs: the same key, however the topology was named or made.
     again = topokit.Topology(list(plain.edges), plain.dp_devices)
-    assert corpus.run_key(network, corpus.Entry("random", "lazy-metropolis", again),
+    assert common.run_key(network, corpus.CorpusEntry("random", "lazy-metropolis", again),
                           SETTINGS) == key
 
 
 @pytest.mark.parametrize("change", ["skewness", "seed", "targets", "rounds", "data"])
 def test_the_run_key_changes_with_every_setting(net, plain, change):
     network = common.network_digest(net)
-    entry = corpus.Entry("ndlf", "lazy-metropolis", plain)
+    entry = corpus.CorpusEntry("ndlf", "lazy-metropolis", plain)
     other = {**SETTINGS, change: "other"}
-    assert corpus.run_key(network, entry, other) != corpus.run_key(network, entry, SETTINGS)
+    assert common.run_key(network, entry, other) != common.run_key(network, entry, SETTINGS)
 
 
 def test_the_run_key_changes_with_the_network_and_the_dp_devices(net, plain):
-    entry = corpus.Entry("ndlf", "lazy-metropolis", plain)
-    key = corpus.run_key(common.network_digest(net), entry, SETTINGS)
+    entry = corpus.CorpusEntry("ndlf", "lazy-metropolis", plain)
+    key = common.run_key(common.network_digest(net), entry, SETTINGS)
     slower = topokit.Network(net.social, net.compute_time * 2.0, net.delay)
-    assert corpus.run_key(common.network_digest(slower), entry, SETTINGS) != key
-    dp = corpus.Entry("ndlf", "lazy-metropolis",
-                      topokit.Topology(plain.edges, [net.nodes[0]]))
-    assert corpus.run_key(common.network_digest(net), dp, SETTINGS) != key
+    assert common.run_key(common.network_digest(slower), entry, SETTINGS) != key
+    dp = corpus.CorpusEntry("ndlf", "lazy-metropolis",
+                            topokit.Topology(plain.edges, [net.nodes[0]]))
+    assert common.run_key(common.network_digest(net), dp, SETTINGS) != key
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def _arrays(net, topology):
 @pytest.mark.parametrize("weighting", ["metropolis", "fastest"])
 def test_weighted_features_are_those_of_its_mixing_matrix(net, plain, weighting):
     counts = _counts(net)
-    topology = corpus.weighted(plain, net, weighting, 0)
+    topology = corpus.weighted_topology(plain, net, weighting, 0)
     row = corpus.features_row(net, topology, counts)
     adjacency, dp_mask = _arrays(net, topology)
     expected = features_of_arrays(net, adjacency, dp_mask, counts.astype(float),
@@ -168,7 +168,7 @@ def test_lazy_metropolis_features_are_the_unweighted_kernel(net, plain):
 
 
 def test_fastest_mixing_gap_is_the_largest_of_the_three(net, plain):
-    gaps = {w: corpus.features_row(net, corpus.weighted(plain, net, w, 0),
+    gaps = {w: corpus.features_row(net, corpus.weighted_topology(plain, net, w, 0),
                                    _counts(net))["spectral_gap"] for w in corpus.MIXINGS}
     # Dropping the links of weight <= 1e-6 may cost the optimum a few 1e-6 of its gap.
     assert gaps["fastest"] >= gaps["metropolis"] - 1e-5

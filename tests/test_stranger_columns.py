@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from topokit import load_example, privacy_audit
 from topokit.cli import app
 from topokit.design.baselines import dlfdp, ndlf
-from topokit.design.network import Topology
-from topokit.design.validation import validate
 from topokit.errors import InvalidInputError
+from topokit.network.core import Topology
 from topokit.training import train
+from topokit.validation.core import validate
 
 runner = CliRunner()
 
@@ -147,7 +147,7 @@ def test_validate_audits_in_each_device_s_own_sensitivity():
 
 
 def _digits():
-    from topokit.design.validation import _training_data
+    from topokit.validation.core import _training_data
 
     data = _training_data(None, None, "digits")
     return data.X, data.y

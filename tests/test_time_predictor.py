@@ -12,14 +12,8 @@ from sklearn.utils.estimator_checks import check_estimator
 import topokit
 from topokit import load_example
 from topokit.design.baselines import dlfdp, ndlf, random_topology
-from topokit.design.features import (
-    DEFAULT_NOISE_MULTIPLIER,
-    FeatureSettings,
-    topology_features,
-)
-from topokit.design.network import Network, Topology
+from topokit.design.features import DEFAULT_NOISE_MULTIPLIER, FeatureSettings, topology_features
 from topokit.design.predictor import GlobalIteratePredictor
-from topokit.design.siot import siot
 from topokit.design.time_predictor import (
     DEFAULT_FEATURES,
     FEATURE_TRANSFORMS,
@@ -29,6 +23,8 @@ from topokit.design.time_predictor import (
     predict_topology,
 )
 from topokit.errors import InputFileError, InvalidInputError, InvalidTopologyError
+from topokit.network.core import Network, Topology
+from topokit.network.siot import siot
 
 GAMMA = 0.9
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from topokit._random import spawn_generators
-from topokit.design.network import Topology
 from topokit.errors import InvalidInputError, InvalidTopologyError, NetworkFileError
 from topokit.kernels import lazy_metropolis
+from topokit.network.core import Topology
 from topokit.testing.naive_training import naive_train
 from topokit.training import (
     MLP,
@@ -381,7 +381,7 @@ def test_reached_reports_nan_for_thresholds_never_reached(toy, digits):
 def test_many_devices_sparse_mixing_matches_the_reference(digits):
     import networkx as nx
 
-    from topokit.design.network import Network
+    from topokit.network.core import Network
 
     n = 70
     social = nx.connected_watts_strogatz_graph(n, 4, 0.2, seed=1)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from dp_accounting import pld, rdp
 
-from topokit.design.network import Topology
 from topokit.errors import InvalidInputError
 from topokit.kernels import lazy_metropolis
+from topokit.network.core import Topology
 from topokit.training import DPConfig, Model, train
 from topokit.training.privacy import clip_gradients, clipped_sensitivity
 

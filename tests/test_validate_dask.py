@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from topokit import load_example
 from topokit.cli import app
-from topokit.design.validation import validate
 from topokit.errors import InvalidInputError
+from topokit.validation.core import validate
 
 SMALL = dict(topologies="ndlf,dlfdp", trials=2, rounds=4, targets=(0.3,), seed=1)
 

@@ -8,18 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import topokit.design.validation as validation_module
+import topokit.validation.core as validation_module
 from topokit import autotag, evaluate
 from topokit.design.baselines import dlfdp, ndlf
-from topokit.design.network import Topology
 from topokit.design.predictor import GlobalIteratePredictor
-from topokit.design.validation import (
-    RUN_COLUMNS,
-    ValidationResult,
-    calibrate,
-    parse_topology_specs,
-    validate,
-)
 from topokit.dp import gaussian_sigma
 from topokit.errors import (
     InvalidInputError,
@@ -27,7 +19,15 @@ from topokit.errors import (
     NetworkFileError,
     NetworkFileNotFoundError,
 )
+from topokit.network.core import Topology
 from topokit.training import train
+from topokit.validation.core import (
+    RUN_COLUMNS,
+    ValidationResult,
+    calibrate,
+    parse_topology_specs,
+    validate,
+)
 
 SETTINGS = dict(topologies=("autotag", "ndlf", "dlfdp"), trials=2, rounds=40,
                 targets=(0.8, 0.999), seed=0)
@@ -139,7 +139,7 @@ def test_correlations_and_summary(result):
 def test_runs_that_never_reach_the_target_rank_slowest():
     from scipy.stats import spearmanr
 
-    from topokit.design.validation import RUN_COLUMNS, ValidationResult
+    from topokit.validation.core import RUN_COLUMNS, ValidationResult
 
     predicted = [100.0, 200.0, 300.0, 400.0, np.inf]
     measured = [10.0, 20.0, np.nan, 40.0, np.nan]  # runs 3 and 5 never reached the target
@@ -393,7 +393,7 @@ def test_calibrate_bad_arguments(tmp_path):
 
 
 def test_same_seed_same_bytes_with_timings_kept_apart(toy, tmp_path):
-    from topokit.design.validation import curves_path, timings_path
+    from topokit.validation.core import curves_path, timings_path
 
     written = []
     for name in ("first.parquet", "second.parquet"):

@@ -27,20 +27,13 @@ from . import _compat
 from . import design as _design_package
 from ._version import __version__
 from .design import _autotag as _autotag_module
-from .design._autotag import Design, autotag
+from .design._autotag import autotag
 from .design._optimize import optimize
-from .design.examples import list_examples, load_example
 from .design.metrics import Metrics, evaluate
-from .design.network import (
-    Network,
-    Topology,
-    load_network,
-    load_topology,
-    save_network,
-    save_topology,
-)
 from .design.predictor import GlobalIteratePredictor
+from .design.result import Design
 from .design.time_predictor import TrainingTimePredictor, load_predictor, predict_topology
+from .design.workload import Workload, load_workload
 from .errors import (
     DisconnectedGraphError,
     InvalidInputError,
@@ -55,6 +48,9 @@ from .kernels import (
     metropolis,
     spectral_gap,
 )
+from .network.core import Network, Topology
+from .network.examples import list_examples, load_example
+from .network.formats import load_network, load_topology, save_network, save_topology
 
 _compat.install()
 # ``topokit.autotag`` names the function.  The module lives in
@@ -87,6 +83,8 @@ __all__ = [
     "TrainingTimePredictor",
     "load_predictor",
     "predict_topology",
+    "Workload",
+    "load_workload",
     "autotag",
     "optimize",
     "Design",

@@ -1,11 +1,14 @@
 """Old module paths of topokit, kept importable after the modules moved.
 
-Until version 0.1 the DeepPrivacy modules sat flat in ``topokit/``; they now live
-in :mod:`topokit.design` (see the layout in ``docs/architecture.rst``).  Code
-outside this repository imports the old paths (``from topokit.network import
-Network``), so a meta-path finder resolves each old name to the *same* module
-object as its new home: private names, monkeypatching and ``isinstance`` checks
-keep working, and nothing is imported before it is asked for.
+Until version 0.1 the DeepPrivacy modules sat flat in ``topokit/``; they moved
+to :mod:`topokit.design`, and later the network model, the privacy audit and
+validation moved to rooms of their own (:mod:`topokit.network`,
+:mod:`topokit.audit`, :mod:`topokit.validation`; the layout is in
+``docs/architecture.rst``).  Code outside this repository imports the old paths
+(``from topokit.design.audit import privacy_audit``), so a meta-path finder
+resolves each old name to the *same* module object as its new home: private
+names, monkeypatching and ``isinstance`` checks keep working, and nothing is
+imported before it is asked for.
 """
 
 from __future__ import annotations
@@ -20,21 +23,33 @@ __all__ = ["MOVED_MODULES"]
 
 #: Old module path -> the module's home since the layout of version 0.2.
 MOVED_MODULES: dict[str, str] = {
-    "topokit.network": "topokit.design.network",
-    "topokit.physical": "topokit.design.physical",
+    # Flat modules of version 0.1.
+    "topokit.physical": "topokit.network.physical",
     "topokit.metrics": "topokit.design.metrics",
     "topokit.predictor": "topokit.design.predictor",
     "topokit.baselines": "topokit.design.baselines",
-    "topokit.datasets": "topokit.design.siot",
-    "topokit.examples": "topokit.design.examples",
+    "topokit.datasets": "topokit.network.siot",
+    "topokit.examples": "topokit.network.examples",
     "topokit.batch": "topokit.design.batch",
-    "topokit.validation": "topokit.design.validation",
     "topokit.privacy": "topokit.dp",
     "topokit.kernels._incremental": "topokit.design._autotag_kernels",
     "topokit.gfl.cli": "topokit.cli.gfl",
     "topokit.gfl.plotting": "topokit.plotting.gfl",
     "topokit.learn.cli": "topokit.cli.learn",
     "topokit.learn.plotting": "topokit.plotting.learn",
+    # The design package's modules before the network model, the audit and
+    # validation got rooms of their own.  ``topokit.network`` and
+    # ``topokit.validation`` are those rooms now: packages that export what the
+    # old modules exported.
+    "topokit.design.network": "topokit.network",
+    "topokit.design.physical": "topokit.network.physical",
+    "topokit.design.siot": "topokit.network.siot",
+    "topokit.design.examples": "topokit.network.examples",
+    "topokit.design.audit": "topokit.audit.core",
+    "topokit.design._audit_kernels": "topokit.audit._kernels",
+    "topokit.design._stranger_bound": "topokit.audit.stranger_bound",
+    "topokit.design.validation": "topokit.validation.core",
+    "topokit.design.calibration": "topokit.validation.calibration",
 }
 
 

@@ -6,6 +6,7 @@ module                 commands
 :mod:`.design`         ``design``, ``analyze``, ``generate siot``, ``examples``
 :mod:`.batch`          ``batch``
 :mod:`.validate`       ``validate``, ``calibrate``
+:mod:`.probe`          ``probe`` (topologies to train over for a calibration)
 :mod:`.gfl`            ``gfl run`` (privatized graph federated learning)
 :mod:`.learn`          ``learn``, ``learn-federated`` (graph learning)
 =====================  ==========================================================
@@ -25,8 +26,10 @@ import typer
 from . import audit as _audit
 from . import batch as _batch
 from . import design as _design
+from . import export as _export
 from . import gfl as _gfl
 from . import learn as _learn
+from . import probe as _probe
 from . import validate as _validate
 from ._common import handles_user_errors
 
@@ -59,10 +62,12 @@ app.command("analyze")(_design.analyze)
 app.command("design")(_design.design)
 app.add_typer(_design.generate_app, name="generate")
 app.command("examples")(_design.list_examples_command)
+app.command("export")(_export.export_command)
 app.command("batch")(_batch.batch)
 app.command("audit")(_audit.audit_command)
 app.command("validate")(_validate.validate_command)
 app.command("calibrate")(_validate.calibrate_command)
+app.command("probe")(_probe.probe_command)
 app.add_typer(_with_user_errors(_gfl.app), name="gfl")
 app.command("learn")(handles_user_errors(_learn.learn_command))
 app.command("learn-federated")(handles_user_errors(_learn.learn_federated_command))

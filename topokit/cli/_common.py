@@ -32,7 +32,7 @@ from .._checks import check_int, check_output_path
 from .._io import dumps_json
 from ..errors import InvalidInputError, TopokitError
 
-#: How the CLI names each privacy-audit model (topokit.design.audit), and what its mu is.
+#: How the CLI names each privacy-audit model (topokit.audit), and what its mu is.
 AUDIT_MODEL_TEXT = {"gossip": "gossip of the private values (mu exact)",
                     "dsgd": "D-SGD, a contribution every round (mu an upper bound)"}
 
@@ -117,8 +117,8 @@ def check_jobs_option(n_jobs: int, name: str = "--n-jobs") -> None:
 
 def resolve_network(network: Path | None, example: str | None):
     """The network named on the command line: a file or a bundled example (exactly one)."""
-    from ..design.examples import load_example
-    from ..design.network import load_network
+    from ..network.examples import load_example
+    from ..network.formats import load_network
 
     if (network is None) == (example is None):
         raise InvalidInputError("give either a NETWORK file or --example NAME (not both)")

@@ -25,7 +25,7 @@ __all__ = ["audit_command"]
 
 def _topology(net, path: Path | None):
     """The audited topology and where it came from: the file, the stored one, or NDLF."""
-    from ..design.network import Topology
+    from ..network.core import Topology
 
     if path is not None:
         from .design import _topology_for
@@ -42,7 +42,7 @@ def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[obje
     if noise_multiplier is not None:
         return noise_multiplier, f"z = {noise_multiplier:g}"
     if path is not None:
-        from ..design.network import load_noise_multipliers
+        from ..network.formats import load_noise_multipliers
 
         levels = load_noise_multipliers(path, net)  # _topology has read the file as a topology
         if levels is not None:
@@ -56,7 +56,7 @@ def _check_options(rounds: int, noise_multiplier: float | None, delta: float | N
                    n_jobs: int, plot: Path | None, model: str) -> None:
     """Every option, named as the user wrote it, before any work."""
     from .._checks import check_choice, check_int, check_real
-    from ..design._audit_kernels import MODELS
+    from ..audit import AUDIT_MODELS as MODELS
 
     check_choice(model, "--model", MODELS)
     check_int(rounds, "--rounds", low=1)
@@ -107,7 +107,7 @@ def audit_command(
     --eavesdropper audits one listening on the links into it.  --model dsgd
     audits decentralized SGD, where a device's contribution enters every round.
     """
-    from ..design.audit import privacy_audit
+    from ..audit.core import privacy_audit
 
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
     net = resolve_network(network, example)

@@ -54,7 +54,7 @@ class StrangerAudit(NamedTuple):
         else the audit's z."""
         if self.rounds == 0:
             return {}
-        from ..design.audit import privacy_audit
+        from ..audit.core import privacy_audit
 
         z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
         summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
@@ -63,7 +63,7 @@ class StrangerAudit(NamedTuple):
 
     def settings(self) -> dict[str, Any]:
         """What the audit columns mean, for the JSON outputs."""
-        from ..design.audit import privacy_audit
+        from ..audit.core import privacy_audit
 
         knows = privacy_audit.__kwdefaults__["observer_knows_own_noise"]
         return {"rounds": self.rounds, "noise_multiplier": self.noise_multiplier,
@@ -80,14 +80,16 @@ class StrangerAudit(NamedTuple):
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
-                    model: str = "gossip") -> StrangerAudit:
+                    model: str = "gossip", workload: Any = None) -> StrangerAudit:
     """The audit options, checked and named as the user wrote them; z defaults to the noise
-    multiplier of epsilon = 1 per round, what DP devices train with by default (and what
-    the fitted predictor assumes)."""
+    multiplier of the workload, else of epsilon = 1 per round, what DP devices train with
+    by default (and what the fitted predictor assumes)."""
     from .._checks import check_choice, check_int, check_real
-    from ..design._audit_kernels import MODELS
+    from ..audit import AUDIT_MODELS as MODELS
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
 
+    if noise_multiplier is None and workload is not None:  # the noise it trains with
+        noise_multiplier = workload.resolved_noise_multiplier
     z = DEFAULT_NOISE_MULTIPLIER if noise_multiplier is None else noise_multiplier
     return StrangerAudit(check_int(rounds, "--audit-rounds", low=0),
                          float(check_real(z, "--noise-multiplier", low=0)),
@@ -102,6 +104,18 @@ NoiseMultiplierOpt = typer.Option(
     None, "--noise-multiplier", "-z",
     help="Noise multiplier z of every DP device in the audit (default 3.73: epsilon = 1 per "
          "round, what training uses by default).")
+# The user's workload (topokit.Workload), told to --method optimize.
+EpsilonOpt = typer.Option(
+    None, "--epsilon", help="--method optimize: the epsilon of each round you train with "
+                            "(delta 1e-5; a workload file sets both).")
+TargetOpt = typer.Option(
+    None, "--target", help="--method optimize: the test accuracy you train to.")
+ModelOpt = typer.Option(
+    None, "--model", help="--method optimize: the model you train (logreg, mlp or your own "
+                          "model's name).")
+WorkloadOpt = typer.Option(
+    None, "--workload", help="--method optimize: a workload JSON file (topokit.Workload.save); "
+                             "instead of --epsilon, --target and --model.")
 AuditModelOpt = typer.Option(
     "gossip", "--audit-model",
     help="gossip (one private value, exact) or dsgd (a contribution every round, as in "
@@ -145,7 +159,7 @@ def analyze(
 
 def _topology_for(net, path: Path):
     """The topology file ``path``, checked against ``net``; errors name the file."""
-    from ..design.network import load_topology
+    from ..network.formats import load_topology
 
     topology = load_topology(path)
     try:
@@ -249,6 +263,10 @@ def design(
         False, "--uniform-noise",
         help="--max-stranger-mu: every DP device adds the common z*; by default single "
              "devices add less where the bound allows and the predicted time falls."),
+    epsilon: float = EpsilonOpt,
+    target: float = TargetOpt,
+    model_name: str = ModelOpt,
+    workload_file: Path = WorkloadOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Design a topology and compare it with NDLF, DLFDP, ERG (and AutoTag).
@@ -257,7 +275,7 @@ def design(
     under the same predictor; --output writes the design (accepted by
     `analyze --topology`), --plot draws it.
     """
-    from .._checks import check_choice, check_int
+    from .._checks import check_choice
     from ..design.time_predictor import load_predictor
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
@@ -266,16 +284,11 @@ def design(
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
-    audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
+    workload = _workload_option(method, epsilon, target, model_name, workload_file)
+    audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
     _check_stranger_bound(method, max_stranger_mu, audit)
-    if uniform_noise and max_stranger_mu is None:
-        raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
-    _check_mixing(method, mixing)
+    _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
     ndlf_margin = _checked_ndlf_margin(method, ndlf_margin)
-    if nep_patience is not None:
-        if method != "autotag":
-            raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
-        check_int(nep_patience, "--nep-patience", low=1)
     net = resolve_network(network, example)
     model = _design_predictor(method, predictor)
     if method == "autotag":
@@ -288,7 +301,7 @@ def design(
                                         audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
                                         audit_model=audit.model, mixing=mixing,
                                         per_device_noise=not uniform_noise,
-                                        ndlf_margin=ndlf_margin)
+                                        ndlf_margin=ndlf_margin, workload=workload)
         model = load_predictor(model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
@@ -377,19 +390,57 @@ def _check_mixing(method: str, mixing: str | None) -> None:
 
 def _checked_ndlf_margin(method: str, margin: float | None) -> float | None:
     """--ndlf-margin: a real >= 1, and only where optimize uses it (None: optimize's default)."""
-    from ..design._optimize import _checked_margin
+    from ..design import check_ndlf_margin
 
     if margin is None:
         return None
     if method != "optimize":
         raise InvalidInputError("--ndlf-margin applies to --method optimize only; drop it")
-    return _checked_margin(margin, "--ndlf-margin")
+    return check_ndlf_margin(margin, "--ndlf-margin")
+
+
+def _check_method_options(method: str, max_stranger_mu: float | None, uniform_noise: bool,
+                          mixing: str | None, nep_patience: int | None) -> None:
+    """Options that apply to one method or with another option only."""
+    from .._checks import check_int
+
+    if uniform_noise and max_stranger_mu is None:
+        raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
+    _check_mixing(method, mixing)
+    if nep_patience is not None:
+        if method != "autotag":
+            raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
+        check_int(nep_patience, "--nep-patience", low=1)
+
+
+def _workload_option(method: str, epsilon: float | None, target: float | None,
+                     model_name: str | None, workload_file: Path | None):
+    """The Workload of --epsilon, --target, --model or --workload (None if none is given)."""
+    from ..design.workload import Workload, load_workload
+
+    flags = {"epsilon": epsilon, "target": target, "model": model_name}
+    given = [f"--{name}" for name, value in flags.items() if value is not None]
+    if workload_file is not None:
+        given.append("--workload")
+    if not given:
+        return None
+    if method != "optimize":
+        verb, them = ("applies", "it") if len(given) == 1 else ("apply", "them")
+        raise InvalidInputError(f"{', '.join(given)} {verb} to --method optimize only; drop "
+                                f"{them} or use --method optimize")
+    if workload_file is not None:
+        if len(given) > 1:
+            raise InvalidInputError("give --workload or --epsilon/--target/--model, not both: "
+                                    "set the values in the workload file")
+        return load_workload(workload_file)
+    return Workload(**{name: value for name, value in flags.items() if value is not None})
 
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                max_stranger_mu: float | None = None, audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
                audit_model: str = "gossip", mixing: str | None = None,
-               per_device_noise: bool = True, ndlf_margin: float | None = None):
+               per_device_noise: bool = True, ndlf_margin: float | None = None,
+               workload=None):
     """optimize's design, and it and the reference designs by column label."""
     from ..design._optimize import optimize_with_references
 
@@ -398,7 +449,7 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
             max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
             audit_model=audit_model, mixing=mixing, per_device_noise=per_device_noise,
-            ndlf_margin=ndlf_margin)
+            ndlf_margin=ndlf_margin, workload=workload)
     labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
     return chosen, {"optimize": chosen.topology,
                     **{labels[name]: topology for name, topology in references.items()}}
@@ -464,8 +515,9 @@ def generate_siot(
 ) -> None:
     """A synthetic Social-IoT network with the Santander data set's structure."""
     from .._checks import check_int, check_positive
-    from ..design.network import NETWORK_SUFFIXES, save_network
-    from ..design.siot import DEFAULT_METRES_PER_UNIT, siot
+    from ..network.core import NETWORK_SUFFIXES
+    from ..network.formats import save_network
+    from ..network.siot import DEFAULT_METRES_PER_UNIT, siot
 
     check_int(devices, "--devices", low=1)
     check_seed_option(seed)
@@ -486,7 +538,7 @@ def generate_siot(
 @handles_user_errors
 def list_examples_command() -> None:
     """List the bundled example networks."""
-    from ..design.examples import list_examples, load_example
+    from ..network.examples import list_examples, load_example
 
     table = Table(title="bundled examples")
     for column in ("name", "devices", "social links", "stored topology"):

@@ -35,8 +35,8 @@ def _graph_file_data(graph: nx.Graph, name: str, *, seed: int | None) -> dict:
     file feeds ``topokit design`` directly.  Each edge keeps its learned
     ``weight`` (ignored by :func:`topokit.load_network`, read by networkx).
     """
-    from ..design.network import network_to_graph
-    from ..design.siot import from_networkx
+    from ..network.formats import network_to_graph
+    from ..network.siot import from_networkx
 
     net = from_networkx(graph, seed=seed, require_connected=False, name=name)
     annotated = network_to_graph(net)

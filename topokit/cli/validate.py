@@ -157,7 +157,7 @@ def validate_command(
     """
     from .._jobs import check_scheduler
     from ..design.time_predictor import load_predictor
-    from ..design.validation import validate
+    from ..validation.core import validate
 
     check_plot_path(plot)
     check_output_option(output)
@@ -189,10 +189,10 @@ def validate_command(
                                          "per topology"))
     console.print(_correlation_table(result))
     if not result.frame["dp_formal"].astype(bool).all():
-        from ..design.validation import NOMINAL_EPSILON_NOTE
+        from ..validation.core import NOMINAL_EPSILON_NOTE
 
         console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
-    from ..design.validation import curves_path, timings_path
+    from ..validation.core import curves_path, timings_path
 
     console.print(f"wrote {len(result.frame)} rows to {output} "
                   f"(accuracy curves: {curves_path(output)}, wall-clock times: "
@@ -203,7 +203,9 @@ def validate_command(
 
 @handles_user_errors
 def calibrate_command(
-    runs: Path = typer.Argument(..., help="Parquet runs table written by topokit validate."),
+    runs: Path = typer.Argument(
+        ..., help="Runs table: the Parquet file of topokit validate, or your own runs as CSV or "
+                  "Parquet (columns network, topology, target, measured_rounds, horizon)."),
     output: Path = typer.Option(..., "--output", "-o", help="Predictor JSON to write."),
     noise_variance: bool = typer.Option(
         False, "--noise-variance", help="Also fit the cumulative noise variance U."
@@ -219,6 +221,10 @@ def calibrate_command(
         help="Refit a TrainingTimePredictor instead of eq. (15)'s form: 'default' (topokit's), "
              "'mlp' (topokit's for the MLP) or its JSON file; every run counts, never-reached "
              "ones censored."),
+    prior_strength: float = typer.Option(
+        0.0, "--prior-strength",
+        help="With --refit: keep the coefficients near the refitted predictor's (lambda of a "
+             "Gaussian prior on them; 0: none; e.g. 10)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Fit the global-iterate predictor on measured runs and write it as JSON.
@@ -226,17 +232,24 @@ def calibrate_command(
     Reports R^2, the cross-validated error (folds over topologies) and the
     Spearman correlation of predicted and measured physical time with the
     paper's eq. (15) and with the fitted coefficients.  `topokit analyze
-    --predictor` and `topokit design --predictor` take the file.
+    --predictor` and `topokit design --predictor` take the file.  The runs
+    may be your own (any training stack): a CSV or Parquet table with one row
+    per run and target (network file, topology or design file, target,
+    rounds to reach it or empty, rounds run; see `topokit probe`).
     """
-    from ..design.validation import calibrate
+    from ..validation.core import calibrate
 
     check_output_option(output)
     check_seed_option(seed)
     if refit is not None and (noise_variance or positive):
         raise InvalidInputError("--noise-variance and --positive fit eq. (15)'s form; drop them "
                                 "with --refit")
+    if refit is None and prior_strength != 0:
+        raise InvalidInputError("--prior-strength keeps a refit predictor near its own "
+                                "coefficients; add --refit default (or mlp, or its file)")
     result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
-                       positive=positive, seed=seed, predictor=refit)
+                       positive=positive, seed=seed, predictor=refit,
+                       prior_strength=prior_strength)
     result.save(output)
     if as_json:
         print_json({**result.to_dict(), "output": str(output)})
@@ -259,4 +272,7 @@ def calibrate_command(
         f" -> fitted {_number(result.spearman_fitted, 3)} (out of fold "
         f"{_number(result.spearman_fitted_cv, 3)})"
     )
+    if result.prior_strength:
+        console.print(f"coefficients kept near {escape(refit)}'s by a prior of strength "
+                      f"{result.prior_strength:g}")
     console.print(f"wrote predictor to {output}")

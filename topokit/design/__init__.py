@@ -5,29 +5,29 @@ decentralized SGD; a link to a stranger is allowed only if both ends add DP
 noise.  The paper's model of such a network, its CoTOPO problem (the topology
 and DP devices with the smallest predicted training time) and its AutoTag
 algorithm are implemented here, with the rules its pseudocode leaves open
-stated in the docstrings that make them.  This subpackage holds everything
-that chooses and judges such topologies:
+stated in the docstrings that make them.  This subpackage judges and searches
+such topologies:
 
 =======================  ===============================================================
 module                   what it holds
 =======================  ===============================================================
-:mod:`.network`          :class:`Network`, :class:`Topology`, their files, the rules
-:mod:`.physical`         link delays and local iterate L (eq. 10-12)
 :mod:`.metrics`          :func:`evaluate`: H, phi, U, L, predicted time of one topology
 :mod:`.predictor`        :class:`GlobalIteratePredictor` (eq. 15 and calibrated fits)
 :mod:`.features`         what a topology does to training: mixing, DP noise, heterogeneity
 :mod:`.time_predictor`   :class:`TrainingTimePredictor`, :func:`load_predictor`
-:mod:`._autotag`         :func:`autotag` (Algorithm 2) and :class:`Design`
+:mod:`._autotag`         :func:`autotag` (Algorithm 2)
+:mod:`.result`           :class:`Design`, what every design method returns
 :mod:`._optimize`        :func:`optimize`: the design a training-time predictor judges fastest
 :mod:`.baselines`        NDLF, DLFDP, ERG, random topologies, the exhaustive optimum
-:mod:`.siot`             the Santander Social-IoT data and its generator
-:mod:`.examples`         bundled example networks
-:mod:`.batch`            metrics of many networks, resumable, local or on Dask
-:mod:`.validation`       predicted against measured training time (:func:`validate`)
-:mod:`.calibration`      :func:`calibrate`: the predictor refitted on measured runs
-:mod:`.audit`            :func:`privacy_audit`: what strangers learn through partial-DP gossip
 :mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
+:mod:`.batch`            metrics of many networks, resumable, local or on Dask
+:mod:`.workload`         :class:`Workload`: what the user trains
+:mod:`.export`           :func:`export_design`: the design in a runtime's format
 =======================  ===============================================================
+
+The network model it designs for is :mod:`topokit.network`; what strangers learn
+from a design is :mod:`topokit.audit`; training over a design and checking the
+prediction is :mod:`topokit.validation`.
 
 Everything public is also importable from :mod:`topokit` itself.
 
@@ -45,33 +45,43 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._autotag import PHASES, Candidate, Design, Trace, autotag
-from ._optimize import default_mixing, optimize
-from .examples import list_examples, load_example
-from .features import FeatureSettings, TopologyFeatures, topology_features
-from .metrics import Metrics, evaluate
-from .network import (
-    Network,
-    Topology,
+from ..network.core import Network, Topology
+from ..network.examples import list_examples, load_example
+from ..network.formats import (
     load_network,
     load_noise_multipliers,
     load_topology,
     save_network,
     save_topology,
 )
+from ._autotag import autotag
+from ._optimize import check_ndlf_margin, default_mixing, optimize
+from .features import FeatureSettings, TopologyFeatures, topology_features
+from .metrics import Metrics, evaluate
 from .predictor import GlobalIteratePredictor
-from .time_predictor import TrainingTimePredictor, load_predictor, predict_topology
+from .result import PHASES, Candidate, Design, Trace
+from .time_predictor import (
+    TrainingTimePredictor,
+    load_predictor,
+    predict_topology,
+    predictor_at_workload,
+    workload_outside,
+)
+from .workload import Workload, load_workload
 
 # Training-backed and parallel parts load on first use (they import the training
-# core, joblib and dask).
+# core, joblib and dask).  validate, calibrate and the audit live in their own rooms
+# (topokit.validation, topokit.audit); they stay reachable here for code written
+# before they moved.
 _LAZY_ATTRIBUTES = {
     "batch_analyze": ("topokit.design.batch", "batch_analyze"),
-    "validate": ("topokit.design.validation", "validate"),
-    "calibrate": ("topokit.design.validation", "calibrate"),
-    "privacy_audit": ("topokit.design.audit", "privacy_audit"),
-    "PrivacyAudit": ("topokit.design.audit", "PrivacyAudit"),
+    "validate": ("topokit.validation.core", "validate"),
+    "calibrate": ("topokit.validation.calibration", "calibrate"),
+    "privacy_audit": ("topokit.audit.core", "privacy_audit"),
+    "PrivacyAudit": ("topokit.audit.core", "PrivacyAudit"),
     "fastest_mixing_topology": ("topokit.design.mixing", "fastest_mixing_topology"),
     "metropolis_hastings_topology": ("topokit.design.mixing", "metropolis_hastings_topology"),
+    "export_design": ("topokit.design.export", "export_design"),
 }
 
 __all__ = [
@@ -93,9 +103,14 @@ __all__ = [
     "topology_features",
     "TopologyFeatures",
     "FeatureSettings",
+    "Workload",
+    "load_workload",
+    "workload_outside",
+    "predictor_at_workload",
     "autotag",
     "optimize",
     "default_mixing",
+    "check_ndlf_margin",
     "Design",
     "Candidate",
     "Trace",
@@ -108,4 +123,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_ATTRIBUTES:
         module_name, attribute = _LAZY_ATTRIBUTES[name]
         return getattr(importlib.import_module(module_name), attribute)
+    from .._compat import MOVED_MODULES
+
+    if f"topokit.design.{name}" in MOVED_MODULES:  # e.g. topokit.design.examples, .audit
+        return importlib.import_module(f"topokit.design.{name}")
     raise AttributeError(f"module 'topokit.design' has no attribute {name!r}")

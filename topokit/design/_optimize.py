@@ -63,7 +63,7 @@ settings slower than NDLF by more than 2 % became 3, with Metropolis-Hastings 3 
    through the gossip.  With a bound, a topology is admissible only when
    :func:`topokit.privacy_audit` finds no stranger pair exposed, and every DP
    device then adds the least noise z* that brings every stranger pair's mu
-   within the bound (:mod:`topokit.design._stranger_bound`: mu scales as
+   within the bound (:mod:`topokit.audit.stranger_bound`: mu scales as
    1 / z); the predicted time counts that noise.  The search may then also
    make a device DP without giving it a non-social link (noise that shields
    its neighbours' values from strangers), and the starts include NDLF and
@@ -106,35 +106,36 @@ from scipy.sparse.csgraph import connected_components
 from .._checks import check_choice, check_int
 from .._jobs import worker_count
 from .._random import SeedLike, int_seed, keyed_seed
-from ..errors import InvalidInputError
-from ._audit_kernels import MODELS as AUDIT_MODELS  # a stranger bound's audit models
-from ._autotag import Candidate, Design, autotag
-from ._stranger_bound import (
+from ..audit import AUDIT_MODELS  # a stranger bound's audit models
+from ..audit.stranger_bound import (
     DeviceNoise,
     NoiseAudit,
     NoiseRequirement,
     StrangerBound,
     required_noise_of_arrays,
 )
+from ..errors import InvalidInputError
+from ..network.core import Network, Topology
+from ..network.quantities import adjacency_matrix as _link_matrix
+from ._autotag import autotag
 from .baselines import dlfdp, erg, ndlf
-from .features import (
-    FeatureSettings,
-    TopologyFeatures,
-    check_class_counts,
-    features_of_arrays,
-)
-from .features import _adjacency as _link_matrix
+from .features import FeatureSettings, TopologyFeatures, check_class_counts, features_of_arrays
 from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
-from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
+from .result import Candidate, Design
 from .time_predictor import (
     FEATURE_TRANSFORMS,
     PREDICTOR_NAMES,
     TrainingTimePredictor,
     load_predictor,
+    predict_topology,
+    predictor_at_workload,
+    warn_outside,
+    workload_outside,
 )
+from .workload import Workload, check_workload
 
-__all__ = ["optimize"]
+__all__ = ["optimize", "default_mixing", "check_ndlf_margin"]
 
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")
@@ -511,6 +512,7 @@ def optimize(
     audit_model: str = "gossip",
     per_device_noise: bool = True,
     ndlf_margin: float | None = None,
+    workload: Workload | None = None,
 ) -> Design:
     """The topology a training-time predictor says trains fastest, under DeepPrivacy's rules.
 
@@ -610,6 +612,19 @@ def optimize(
         the predictor's errors); 1.0 with eq. (15) (``predictor="paper"``
         optimises the paper's model as it is).  ``stats["ndlf_margin"]``
         records the decision, the predicted gain and NDLF's weights.
+    workload : Workload, optional
+        What the user trains (:class:`~topokit.design.workload.Workload`: model,
+        epsilon and delta per round, clipping norm, batch size, local steps,
+        target, horizon).  Where it is the workload the predictor was fitted on
+        (:func:`~topokit.design.time_predictor.workload_outside` finds nothing),
+        the design is the one without it.  Where it lies outside, the predictor
+        would extrapolate (a search at a noise level it never saw leaves the
+        region it knows); optimize then keeps to the designs it can vouch for,
+        those it makes at the settings it was fitted on, says so in a
+        :class:`~topokit.errors.TopokitWarning`,
+        and records in ``stats["workload"]`` the workload, the reasons, and the
+        design's predicted time at the workload's settings (an extrapolation).
+        None (default): the predictor's own settings, as before workloads.
 
     Returns
     -------
@@ -688,7 +703,7 @@ def optimize(
         n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
         progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
         mixing=mixing, audit_model=audit_model, per_device_noise=per_device_noise,
-        ndlf_margin=ndlf_margin)
+        ndlf_margin=ndlf_margin, workload=workload)
     return design
 
 
@@ -713,9 +728,10 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
               max_stranger_mu: float | None = None,
               audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str | None = None,
               audit_model: str = "gossip", per_device_noise: bool = True,
-              ndlf_margin: float | None = None):
+              ndlf_margin: float | None = None, workload: Workload | None = None):
     _check_options(net, n_starts, max_evaluations, trust_region, progress)
-    ndlf_margin = None if ndlf_margin is None else _checked_margin(ndlf_margin)
+    workload = check_workload(workload)
+    ndlf_margin = None if ndlf_margin is None else check_ndlf_margin(ndlf_margin)
     if not isinstance(per_device_noise, (bool, np.bool_)):
         raise InvalidInputError(
             f"per_device_noise must be True or False; got {per_device_noise!r}")
@@ -772,13 +788,35 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
                                                extra_audits=weightings)
         score = _refined_noise(objective, bound, topology, score, stats["stranger_bound"],
                                per_device_noise)
+    if workload is not None:
+        stats["workload"] = _workload_record(net, model, topology, workload, class_counts)
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
 
 
-def _checked_margin(margin: Any, name: str = "ndlf_margin") -> float:
+def _workload_record(net: Network, model: Any, topology: Topology, workload: Workload,
+                     class_counts: ArrayLike | None) -> dict[str, Any]:
+    """What ``stats["workload"]`` records; warns where the workload lies outside the fit.
+
+    The search ran at the predictor's own settings either way: inside the fit they
+    are the workload's, outside they are the ones whose designs it can vouch for.
+    """
+    reasons = workload_outside(model, workload)
+    warn_outside(reasons, "optimize designed at the settings the predictor was fitted on, "
+                          "whose designs it can vouch for")
+    at_workload = predict_topology(net, topology, class_counts=class_counts,
+                                   predictor=predictor_at_workload(model, workload))
+    return {"workload": workload.to_dict(), "outside": list(reasons),
+            "designed_at": "the predictor's fitted settings" if reasons else "the workload",
+            "predicted_rounds_at_workload": float(at_workload) if np.isfinite(at_workload)
+            else None, "extrapolated": bool(reasons)}
+
+
+def check_ndlf_margin(margin: Any, name: str = "ndlf_margin") -> float:
+    """``margin`` as a float >= 1 (what :func:`optimize`'s ``ndlf_margin`` accepts), or one
+    line naming ``name``."""
     from .._checks import check_real
 
     return float(check_real(margin, name, low=1.0))

@@ -26,10 +26,11 @@ from .._random import SeedLike, check_random_state, sample_connected_edges
 from ..errors import InvalidInputError
 from ..kernels._config import PARALLEL_FLAGS
 from ..kernels._numba import _lazy_metropolis_one, hitting_times_one
-from ._autotag import Candidate, Design, _linear_coefficients, _problem
+from ..network.core import Network, Topology
+from ._autotag import _linear_coefficients, _problem
 from .metrics import evaluate
-from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
+from .result import Candidate, Design
 
 __all__ = ["ndlf", "dlfdp", "erg", "exponential_graph", "random_topology", "optimum",
            "MAX_OPTIMUM_DEVICES"]

@@ -32,7 +32,7 @@ from .._jobs import check_scheduler, run_resumable
 from .._random import keyed_rng, sample_connected_edges
 from ..errors import InputFileNotFoundError, InvalidInputError, TopokitError
 from ..kernels import hitting_time_and_gap
-from .network import NETWORK_SUFFIXES
+from ..network.core import NETWORK_SUFFIXES
 
 __all__ = ["RandomEnsemble", "batch_analyze", "random_connected_adjacency", "parse_ensemble"]
 
@@ -176,8 +176,8 @@ def _ensemble_chunk(ensemble: RandomEnsemble, start: int, stop: int) -> pd.DataF
 
 
 def _file_rows(paths: Sequence[str]) -> pd.DataFrame:
+    from ..network.formats import load_network
     from .metrics import evaluate
-    from .network import load_network
 
     rows = []
     for path in paths:

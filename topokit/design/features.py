@@ -5,7 +5,7 @@ quantities that decide how fast decentralized SGD with partial DP reaches a
 target accuracy over it, beyond DeepPrivacy's (H, phi) [1]_:
 
 - **mixing**: the hitting time H and spectral gap of the mixing matrix W
-  (:meth:`Topology.mixing_matrix <topokit.design.network.Topology.mixing_matrix>`:
+  (:meth:`Topology.mixing_matrix <topokit.network.Topology.mixing_matrix>`:
   the topology's link weights if it carries any, else Lazy-Metropolis), and
   the *effective number of neighbours* of Vogels et al. [2]_;
 - **DP noise**: the variance the DP devices' Gaussian noise leaves in the
@@ -39,6 +39,9 @@ References
 from __future__ import annotations
 
 import functools
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
@@ -48,15 +51,19 @@ from numpy.typing import ArrayLike, NDArray
 from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
 from ..kernels import hitting_time_and_gap, lazy_metropolis, max_hitting_time, spectral_gap
-from .network import Network, Topology, _check_class_counts
+from ..network.core import Network, Topology, _check_class_counts
+from ..network.quantities import adjacency_matrix
 
 __all__ = [
     "TopologyFeatures",
     "FeatureSettings",
     "topology_features",
     "check_class_counts",
+    "walk_summary",
+    "WALK_CACHE_SIZE",
     "DEFAULT_NOISE_MULTIPLIER",  # noqa: F822 (resolved by the module's __getattr__)
 ]
+
 
 @functools.cache
 def _default_noise_multiplier() -> float:
@@ -261,7 +268,7 @@ def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.fl
 
     Rows are devices in node order (``net.nodes``), columns classes.  Counts
     need not be whole numbers here (proportions work too); a
-    :class:`~topokit.design.network.Network`'s ``class_counts`` must be, and
+    :class:`~topokit.network.Network`'s ``class_counts`` must be, and
     are checked when it is built.
 
     Returns
@@ -281,14 +288,6 @@ def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.fl
     array([4., 2.])
     """
     return _check_class_counts(class_counts, n_devices)
-
-
-def _adjacency(net: Network, topology: Topology) -> NDArray[np.float64]:
-    adjacency = np.zeros((net.n_devices, net.n_devices))
-    for u, v in topology.edges:
-        i, j = net.index[u], net.index[v]
-        adjacency[i, j] = adjacency[j, i] = 1.0
-    return adjacency
 
 
 def _spectrum(weights: NDArray[np.float64]) -> _Spectrum:
@@ -429,7 +428,7 @@ def topology_features(
     Notes
     -----
     W is the topology's mixing matrix, :meth:`Topology.mixing_matrix
-    <topokit.design.network.Topology.mixing_matrix>`: the Lazy-Metropolis
+    <topokit.network.Topology.mixing_matrix>`: the Lazy-Metropolis
     matrix (eigenvalues 1 = lambda_1 > lambda_2 >= ... >= 0 when connected)
     or, for a topology that carries link weights (such as
     :func:`topokit.design.mixing.fastest_mixing_topology`'s), the matrix of
@@ -525,11 +524,79 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
     # The network's counts were checked when it was built.
     counts = (net.class_counts if class_counts is None
               else check_class_counts(class_counts, net.n_devices))
+    return features_of_topology(net, topology, counts, settings)
+
+
+def features_of_topology(net: Network, topology: Topology, counts: NDArray[np.float64] | None,
+                         settings: FeatureSettings) -> TopologyFeatures:
+    """:func:`topology_features` of a topology already validated on ``net``, with checked
+    ``counts`` (or None) and settings: for callers that hold both (:func:`topokit.evaluate`)."""
     dp_mask = np.zeros(net.n_devices, dtype=bool)
     dp_mask[[net.index[node] for node in topology.dp_devices]] = True
     weights = None if topology.weights is None else topology.mixing_matrix(net.nodes)
-    return features_of_arrays(net, _adjacency(net, topology), dp_mask, counts, settings,
+    return features_of_arrays(net, adjacency_matrix(net, topology), dp_mask, counts, settings,
                               weights=weights)
+
+
+#: Topologies whose (H, gap) :func:`walk_summary` remembers (least recently used dropped).
+WALK_CACHE_SIZE = 4096
+_walks: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
+_walks_lock = threading.Lock()
+
+
+def walk_summary(adjacency: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> tuple[float, float]:
+    """(H, spectral gap) of the random walk of a topology: of its Lazy-Metropolis matrix
+    (one fused compiled call) when ``weights`` is None, else of ``weights``.
+
+    The one place :func:`topology_features` and :func:`topokit.evaluate` compute
+    them, once per topology: a search scores a topology from several places (its
+    starts, the rescoring of AutoTag's snapshots, the final design's metrics) and
+    :func:`topokit.validate` every trial of the same topology, so the results of
+    the last :data:`WALK_CACHE_SIZE` matrices are kept, keyed by a digest of the
+    exact bytes (the same matrix gives the same numbers; a pure function).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ring = np.roll(np.eye(4), 1, axis=1) + np.roll(np.eye(4), -1, axis=1)
+    >>> hitting, gap = walk_summary(ring)
+    >>> round(hitting, 3), round(gap, 3)
+    (8.0, 0.5)
+    """
+    key = _walk_key(adjacency, weights)
+    with _walks_lock:
+        known = _walks.get(key)
+        if known is not None:
+            _walks.move_to_end(key)
+            return known
+    summary = _compute_walk(adjacency, weights)
+    with _walks_lock:
+        _walks[key] = summary
+        if len(_walks) > WALK_CACHE_SIZE:
+            _walks.popitem(last=False)
+    return summary
+
+
+def _walk_key(adjacency: NDArray[np.float64], weights: NDArray[np.float64] | None) -> bytes:
+    digest = hashlib.blake2b(digest_size=20)
+    for matrix in (adjacency, weights):
+        if matrix is None:
+            digest.update(b"lazy-metropolis")
+            continue
+        matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+        digest.update(str(matrix.shape).encode())
+        digest.update(matrix.tobytes())
+    return digest.digest()
+
+
+def _compute_walk(adjacency: NDArray[np.float64],
+                  weights: NDArray[np.float64] | None) -> tuple[float, float]:
+    if weights is None:
+        hitting, gap = hitting_time_and_gap(adjacency)
+    else:
+        hitting, gap = max_hitting_time(weights), spectral_gap(weights)
+    return float(hitting), float(gap)
 
 
 def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: NDArray[np.bool_],
@@ -552,11 +619,9 @@ def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: ND
     """
     social = net.social_adjacency > 0 if social is None else social
     link_times = net.link_times if link_times is None else link_times
+    hitting, gap = walk_summary(adjacency, weights)
     if weights is None:
-        hitting, gap = hitting_time_and_gap(adjacency)
         weights = lazy_metropolis(adjacency)
-    else:
-        hitting, gap = max_hitting_time(weights), spectral_gap(weights)
     spectrum = _spectrum(weights)
     variances = _noise_variances(dp_mask, settings, counts)
     linked = adjacency > 0

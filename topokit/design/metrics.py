@@ -7,18 +7,18 @@ from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .._checks import graph_adjacency
 from ..errors import InvalidInputError
-from ..kernels import hitting_time_and_gap, max_hitting_time, spectral_gap
-from .network import Network, Topology
+from ..network.core import Network, Topology
+from ..network.quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
+from .features import features_of_topology, walk_summary
 from .predictor import GlobalIteratePredictor
 
 #: Rounds of gossip of the stranger audit that ``topokit design``, ``analyze`` and
-#: :func:`~topokit.design.validation.validate` run on every topology they report.  mu
+#: :func:`~topokit.validation.validate` run on every topology they report.  mu
 #: grows with the rounds and levels off once the gossip has mixed: on the bundled
 #: siot32's AutoTag design the worst finite stranger mu at 50 rounds is within 1e-9 of
 #: its 1,000-round value.
@@ -80,35 +80,6 @@ class Metrics:
                 for key, value in asdict(self).items()}
 
 
-def dp_ends(net: Network, topology: Topology) -> set:
-    """Devices that are ends of a non-social link of ``topology``."""
-    return _ends(topology.non_social_edges(net))
-
-
-def _ends(edges: list[tuple[Any, Any]]) -> set:
-    return {node for edge in edges for node in edge}
-
-
-def _edge_indices(net: Network, topology: Topology) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Row and column indices (node order ``net.nodes``) of the links of ``topology``."""
-    index = net.index
-    count = len(topology.edges)
-    rows = np.fromiter((index[u] for u, _ in topology.edges), dtype=np.int64, count=count)
-    cols = np.fromiter((index[v] for _, v in topology.edges), dtype=np.int64, count=count)
-    return rows, cols
-
-
-def _local_iterate(net: Network, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> float:
-    if rows.size == 0:
-        return float(net.compute_time.max())
-    return float(net.link_times[rows, cols].max())
-
-
-def local_iterate(net: Network, topology: Topology) -> float:
-    """L(G_c) = max over links of d_ij + max(r_i, r_j) (eq. 8); max_i r_i without links."""
-    return _local_iterate(net, *_edge_indices(net, topology))
-
-
 class Exposure(NamedTuple):
     """Stranger pairs of a topology and those that partial DP leaves exposed."""
 
@@ -147,7 +118,7 @@ def exposure(net: Network, topology: Topology) -> Exposure:
     np.fill_diagonal(stranger, False)
     clear = np.ones(n, dtype=bool)
     clear[[index[node] for node in topology.dp_devices]] = False
-    rows, cols = _edge_indices(net, topology)
+    rows, cols = edge_indices(net, topology)
     inside = clear[rows] & clear[cols]
     graph = csr_matrix((np.ones(int(inside.sum())), (rows[inside], cols[inside])), shape=(n, n))
     _, component = connected_components(graph, directed=False)
@@ -192,6 +163,7 @@ def evaluate(
     predictor: GlobalIteratePredictor | Any | None = None,
     *,
     noise_variance: float | None = None,
+    workload: Any = None,
 ) -> Metrics:
     """Hitting time, spectral gap, DP ratio, local iterate and predicted time of a topology.
 
@@ -208,6 +180,10 @@ def evaluate(
         the target is never reached.
     noise_variance : float, optional
         The feature U, for predictors fitted with it.
+    workload : Workload, optional
+        Predict at this workload's settings
+        (:func:`~topokit.design.time_predictor.predict_topology` explains how,
+        and warns where that is an extrapolation).  Eq. (15) sees none of them.
 
     Returns
     -------
@@ -227,27 +203,30 @@ def evaluate(
     (25.967, 0.5, 52.0)
     """
     _check_arguments(net, topology, predictor, noise_variance)
+    if workload is not None:
+        from .time_predictor import _at_workload  # scikit-learn: only when asked
+
+        predictor = _at_workload(predictor if predictor is not None else GlobalIteratePredictor(),
+                                 workload,
+                                 "predicted by extrapolation")
     if topology is None:
         topology = Topology(net.social.edges)
     topology.validate(net)
     predictor = predictor if predictor is not None else GlobalIteratePredictor()
-    rows, cols = _edge_indices(net, topology)
-    adjacency = np.zeros((net.n_devices, net.n_devices))
-    adjacency[rows, cols] = 1.0
-    adjacency[cols, rows] = 1.0
-    if topology.weights is None:
-        hitting, gap = hitting_time_and_gap(adjacency)  # one serial compiled call
-    else:  # the mixing weights the topology carries (fastest_mixing_topology)
-        weights = topology.mixing_matrix(net.nodes)
-        hitting, gap = max_hitting_time(weights), spectral_gap(weights)
     non_social = topology.non_social_edges(net)
-    phi = len(_ends(non_social)) / net.n_devices
-    iterate = _local_iterate(net, rows, cols)
+    phi = len(dp_ends(net, topology)) / net.n_devices
+    iterate = local_iterate(net, topology)
     if isinstance(predictor, GlobalIteratePredictor):
+        weights = None if topology.weights is None else topology.mixing_matrix(net.nodes)
+        hitting, gap = walk_summary(adjacency_matrix(net, topology), weights)
         predicted = predictor.predict_one(hitting, phi, noise_variance)
     else:  # a TrainingTimePredictor, found by its method so that this module need not import it
-        # Without class_counts it uses net.class_counts (IID when the network has none).
-        predicted = predictor.predict_network(net, topology)
+        # One description of the topology: H and the gap are the features' own, computed
+        # once with the predictor's settings (and net.class_counts; IID when None).
+        features = features_of_topology(net, topology, net.class_counts,
+                                        predictor.feature_settings)
+        hitting, gap = features.hitting_time, features.spectral_gap
+        predicted = predictor.predict_features(features)
     return Metrics(
         hitting_time=float(hitting),
         spectral_gap=float(gap),

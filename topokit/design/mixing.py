@@ -1,8 +1,8 @@
 """Topologies that carry fastest-mixing weights (Boyd, Diaconis and Xiao [1]_).
 
-A :class:`~topokit.design.network.Topology` may carry symmetric weights on
+A :class:`~topokit.network.Topology` may carry symmetric weights on
 its links; training mixes with them and the features are computed from them
-(:meth:`Topology.mixing_matrix <topokit.design.network.Topology.mixing_matrix>`).
+(:meth:`Topology.mixing_matrix <topokit.network.Topology.mixing_matrix>`).
 :func:`fastest_mixing_topology` gives a topology the weights under which its
 links mix fastest: those of least second-largest eigenvalue modulus, found by
 :func:`topokit.kernels.fastest_mixing_weights` (an SDP for small networks, a
@@ -34,7 +34,7 @@ from ..errors import (
     TopokitWarning,
 )
 from ..kernels import fastest_mixing_weights
-from .network import Network, Topology, _brief, _collection, _sort_key
+from ..network.core import Network, Topology, _brief, _collection, _sort_key
 
 __all__ = ["fastest_mixing_topology", "metropolis_hastings_topology"]
 

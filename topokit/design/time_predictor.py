@@ -33,6 +33,9 @@ its rounds in one call.
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,11 +54,14 @@ from .._checks import check_real
 from .._io import atomic_write_text
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
+from ..network.core import Network, Topology
 from .features import FeatureSettings, TopologyFeatures, topology_features
-from .network import Network, Topology
 from .predictor import GlobalIteratePredictor
+from .workload import _REL_TOL, Workload, check_workload
 
 __all__ = [
+    "workload_outside",
+    "predictor_at_workload",
     "TrainingTimePredictor",
     "load_predictor",
     "predict_topology",
@@ -180,40 +186,51 @@ def _logistic_fit(Z: NDArray, reached: NDArray, C: float) -> tuple[NDArray, floa
     return np.asarray(result.x[:d], dtype=np.float64), float(result.x[d])
 
 
-def _censored_fit(Z: NDArray, log_rounds: NDArray, reached: NDArray,
-                  log_horizon: float) -> tuple[NDArray, float, float]:
+def _censored_fit(Z: NDArray, log_rounds: NDArray, reached: NDArray, log_horizon: float,
+                  centre: NDArray | None = None,
+                  strength: float = 0.0) -> tuple[NDArray, float, float]:
     """Tobit regression of log rounds on Z, right-censored at the horizon, coefficients >= 0.
 
     log rounds = d + Z @ c + sigma e, e ~ N(0, 1); a run that never reached
     the target within the horizon T only says log rounds > log T.  Returns
-    (c, d, sigma) of maximum likelihood.
+    (c, d, sigma) of maximum likelihood, or with ``strength`` lambda > 0 of the
+    likelihood plus lambda / 2 ||c - centre||^2 (a Gaussian prior on c around
+    ``centre``; none on d and sigma).  The coefficients are searched as
+    centre + step * delta with step = 1 / sqrt(1 + lambda), so that the penalty is
+    about ||delta||^2 / 2 at any lambda and a strong prior stays well conditioned;
+    at lambda = 0 this is the plain fit, operation for operation.
     """
     from scipy.optimize import minimize
     from scipy.special import log_ndtr
 
     m, width = Z.shape
+    centre = np.zeros(width) if centre is None else np.asarray(centre, dtype=np.float64)
+    step = 1.0 / np.sqrt(1.0 + strength)
     observed = np.where(reached, log_rounds, 0.0)
 
     def loss(theta: NDArray) -> tuple[float, NDArray]:
-        c, d, log_sigma = theta[:width], theta[width], theta[width + 1]
+        shift, d, log_sigma = step * theta[:width], theta[width], theta[width + 1]
         sigma = np.exp(log_sigma)
-        mean = d + Z @ c
+        mean = d + Z @ (centre + shift)
         residual = (observed - mean) / sigma  # used on reached rows
         excess = (mean - log_horizon) / sigma  # used on censored rows
         log_tail = log_ndtr(excess)
         hazard = np.exp(-0.5 * excess**2 - 0.5 * np.log(2 * np.pi) - log_tail)
-        value = np.where(reached, 0.5 * residual**2 + log_sigma, -log_tail).sum() / m
+        value = np.where(reached, 0.5 * residual**2 + log_sigma, -log_tail).sum() / m \
+            + 0.5 * strength * (shift @ shift) / m
         d_mean = np.where(reached, -residual, -hazard) / (sigma * m)
         d_log_sigma = np.where(reached, 1.0 - residual**2, hazard * excess).sum() / m
-        return float(value), np.concatenate([Z.T @ d_mean, [d_mean.sum(), d_log_sigma]])
+        d_shift = step * (Z.T @ d_mean + strength * shift / m)
+        return float(value), np.concatenate([d_shift, [d_mean.sum(), d_log_sigma]])
 
     start = np.zeros(width + 2)
     start[width] = log_rounds[reached].mean()
     start[width + 1] = np.log(max(log_rounds[reached].std(), 1e-3))
-    bounds = [(0.0, None)] * width + [(None, None), (-10.0, 10.0)]
+    bounds = [(-c / step, None) for c in centre] + [(None, None), (-10.0, 10.0)]
     result = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds)
     theta = np.asarray(result.x, dtype=np.float64)
-    return theta[:width], float(theta[width]), float(np.exp(theta[width + 1]))
+    coefficients = np.maximum(centre + step * theta[:width], 0.0)
+    return coefficients, float(theta[width]), float(np.exp(theta[width + 1]))
 
 
 class TrainingTimePredictor(RegressorMixin, BaseEstimator):
@@ -300,7 +317,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                 f"expected {expected} feature columns {tuple(self.features)}; got {width}"
             )
 
-    def fit(self, X: ArrayLike, y: ArrayLike):
+    def fit(self, X: ArrayLike, y: ArrayLike, *, prior: TrainingTimePredictor | None = None,
+            prior_strength: float = 0.0):
         """Fit on runs: X of shape (n_runs, n_features), y = rounds (``inf``: never reached).
 
         Parameters
@@ -310,6 +328,15 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Rounds to the target, > 0; ``inf`` for a run that never reached
             it (NaN is refused: say ``inf`` for "never").
+        prior : TrainingTimePredictor, optional
+            A fitted predictor of the same features whose rounds model the fit
+            is kept near (for refits from few runs, :func:`topokit.calibrate`):
+            with ``prior_strength`` lambda > 0 the features are standardised as
+            ``prior``'s, and the rounds coefficients c maximise the censored
+            likelihood minus lambda / 2 ||c - c_prior||^2 (the MAP estimate under
+            a Gaussian prior of precision lambda; the intercept, sigma and the
+            reach model are fitted freely).  lambda = 0: the plain fit.
+        prior_strength : float >= 0, default 0
 
         Returns
         -------
@@ -327,15 +354,34 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                 "features must be finite and positive where a log or inverse is taken "
                 "(a disconnected topology cannot be fitted on)"
             )
-        self.mean_ = Z.mean(axis=0)
-        scale = Z.std(axis=0)
-        self.scale_ = np.where(scale > 0, scale, 1.0)
+        strength = check_real(prior_strength, "prior_strength", low=0)
+        centre = self._prior_centre(prior) if strength > 0 else None
+        if centre is None:
+            self.mean_ = Z.mean(axis=0)
+            scale = Z.std(axis=0)
+            self.scale_ = np.where(scale > 0, scale, 1.0)
+        else:  # the prior's coefficients hold on the prior's standardisation
+            self.mean_, self.scale_ = prior.mean_.copy(), prior.scale_.copy()
         Z = (Z - self.mean_) / self.scale_
         self._fit_reach(Z, np.isfinite(y))
-        self._fit_rounds(Z, y)
+        self._fit_rounds(Z, y, centre, strength)
         self.n_samples_fit_ = int(y.size)
         self.n_never_fit_ = int(np.isinf(y).sum())
         return self
+
+    def _prior_centre(self, prior: Any) -> NDArray:
+        """The rounds coefficients of ``prior``, checked to be a fitted predictor of the same
+        features."""
+        if not isinstance(prior, TrainingTimePredictor):
+            raise InvalidInputError(
+                "prior must be a fitted TrainingTimePredictor (the one a refit is kept near); "
+                f"got {type(prior).__name__}")
+        check_is_fitted(prior)
+        if tuple(prior.features) != tuple(self.features):
+            raise InvalidInputError(
+                f"the prior's features {tuple(prior.features)} differ from these "
+                f"{tuple(self.features)}; a prior holds for the same features only")
+        return prior.rounds_coef_
 
     def _fit_reach(self, Z: NDArray, reached: NDArray) -> None:
         if reached.all():  # nothing to separate: every topology reaches the target
@@ -344,7 +390,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
             return
         self.reach_coef_, self.reach_intercept_ = _logistic_fit(Z, reached, float(self.C))
 
-    def _fit_rounds(self, Z: NDArray, rounds: NDArray) -> None:
+    def _fit_rounds(self, Z: NDArray, rounds: NDArray, centre: NDArray | None = None,
+                    strength: float = 0.0) -> None:
         reached = np.isfinite(rounds)
         if not reached.any():
             raise InvalidInputError(
@@ -354,7 +401,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         horizon = check_real(self.horizon, "horizon", low=0, closed="neither")
         log_rounds = np.log(np.where(reached, rounds, 1.0))
         self.rounds_coef_, self.rounds_intercept_, self.rounds_sigma_ = _censored_fit(
-            Z, log_rounds, reached, float(np.log(max(horizon, rounds[reached].max()))))
+            Z, log_rounds, reached, float(np.log(max(horizon, rounds[reached].max()))),
+            centre, strength)
 
     # -- prediction --------------------------------------------------------------------------
 
@@ -550,7 +598,7 @@ _NAMES_TEXT = ", ".join(f"'{name}'" for name in PREDICTOR_NAMES)
 
 def _shipped_path(name: str = "default") -> Path:
     """The file of a shipped predictor (``predictor_NAME.json`` in topokit's data)."""
-    from .examples import data_dir
+    from ..network.examples import data_dir
 
     return data_dir() / f"predictor_{name}.json"
 
@@ -635,6 +683,7 @@ def predict_topology(
     *,
     class_counts: ArrayLike | None = None,
     predictor: str | Path | Predictor = "default",
+    workload: Any = None,
 ) -> float:
     """Predicted rounds to the target of one topology (``inf``: never reached).
 
@@ -652,6 +701,12 @@ def predict_topology(
         network's ``net.class_counts``; IID data when that is None too.
         Given counts win over the network's.
     predictor : "default", "paper", "mlp", path or predictor, default "default"
+    workload : Workload, optional
+        Predict at this workload's settings (its noise multiplier, clipping
+        norm, batch size, local steps; :func:`~topokit.design.workload.predictor_at_workload`).
+        Where it lies outside what the predictor was fitted on, the prediction
+        is an extrapolation and a :class:`~topokit.errors.TopokitWarning` says
+        so.  None (default): the predictor's own settings.
 
     Returns
     -------
@@ -664,7 +719,7 @@ def predict_topology(
     >>> round(predict_topology(net, net.topology, predictor="paper"), 3)
     87.662
     """
-    predictor = load_predictor(predictor)
+    predictor = _at_workload(load_predictor(predictor), workload, "predicted by extrapolation")
     if isinstance(predictor, GlobalIteratePredictor):
         if predictor.use_noise_variance:
             raise InvalidInputError(
@@ -674,3 +729,162 @@ def predict_topology(
         features = topology_features(net, topology, class_counts=class_counts)
         return predictor.predict_one(features.hitting_time, features.phi)
     return predictor.predict_network(net, topology, class_counts=class_counts)
+
+
+def _at_workload(predictor: Predictor, workload: Any, what: str) -> Predictor:
+    """``predictor`` judging at ``workload``'s settings (itself when None), warning with
+    ``what`` where the workload lies outside the fit."""
+    workload = check_workload(workload)
+    if workload is None:
+        return predictor
+    warn_outside(workload_outside(predictor, workload), what)
+    return predictor_at_workload(predictor, workload)
+
+
+# ---------------------------------------------------------------------------------------------
+# A predictor and the user's workload
+# ---------------------------------------------------------------------------------------------
+
+def workload_outside(predictor: str | os.PathLike | Predictor,
+                     workload: Workload) -> tuple[str, ...]:
+    """Where ``workload`` lies outside what ``predictor`` was fitted on, one line per setting.
+
+    A fitted predictor saw runs of one workload: its ``feature_settings``
+    (noise multiplier, clipping norm, batch size, local steps, data size) and
+    its ``provenance_`` (the model trained, the target accuracy, the rounds)
+    record it.  A setting the workload leaves unknown (``n_samples=None``) or
+    the predictor does not record is not compared.
+
+    Parameters
+    ----------
+    predictor : {"default", "mlp", "paper"}, path or predictor
+        What :func:`~topokit.design.time_predictor.load_predictor` takes.
+        DeepPrivacy's eq. (15) (``"paper"``) records no training settings:
+        nothing is outside it.
+    workload : Workload
+
+    Returns
+    -------
+    tuple of str
+        One reason per setting that differs, naming the setting and both
+        values; empty when the workload is the one fitted on.
+
+    Examples
+    --------
+    >>> workload_outside("default", Workload())
+    ()
+    >>> workload_outside("default", Workload(target=0.55))
+    ('target 0.55 differs from the 0.88 the predictor predicts rounds to',)
+    """
+    if not isinstance(workload, Workload):
+        raise InvalidInputError(f"workload must be a topokit Workload; got "
+                                f"{type(workload).__name__}")
+    predictor = load_predictor(predictor)
+    if not isinstance(predictor, TrainingTimePredictor):
+        return ()
+    provenance = getattr(predictor, "provenance_", None) or {}
+    return (*_model_reasons(workload, _trained_model(provenance)),
+            *_noise_reasons(workload, predictor.feature_settings.noise_multiplier),
+            *_settings_reasons(workload, predictor.feature_settings),
+            *_goal_reasons(workload, provenance, predictor.horizon))
+
+
+def _trained_model(provenance: Mapping[str, Any]) -> str | None:
+    """The model a predictor was fitted on: ``trained_model``, else ``model='...'`` in its
+    ``model`` description (the shipped default's record predates ``trained_model``)."""
+    trained = provenance.get("trained_model")
+    if isinstance(trained, str):
+        return trained
+    found = re.search(r"model='([^']+)'", str(provenance.get("model", "")))
+    return found.group(1) if found else None
+
+
+def _model_reasons(workload: Workload, trained: str | None) -> tuple[str, ...]:
+    if trained is None or workload.model == trained:
+        return ()
+    return (f"model {workload.model!r} is not the {trained!r} the predictor was fitted on",)
+
+
+def _noise_reasons(workload: Workload, fitted: float) -> tuple[str, ...]:
+    z = workload.resolved_noise_multiplier
+    if math.isclose(z, fitted, rel_tol=_REL_TOL):
+        return ()
+    source = ("given" if workload.noise_multiplier is not None
+              else f"epsilon={workload.epsilon:g}, delta={workload.delta:g} per round")
+    return (f"noise multiplier {z:.4g} ({source}) differs from the {fitted:.4g} "
+            "the predictor was fitted with",)
+
+
+def _settings_reasons(workload: Workload, settings: FeatureSettings) -> tuple[str, ...]:
+    reasons = []
+    for name in ("max_grad_norm", "batch_size", "local_steps", "n_samples"):
+        mine, fitted = getattr(workload, name), getattr(settings, name)
+        if mine is not None and fitted is not None \
+                and not math.isclose(mine, fitted, rel_tol=_REL_TOL):
+            reasons.append(f"{name} {_text(mine)} differs from the {_text(fitted)} the "
+                           "predictor was fitted with")
+    return tuple(reasons)
+
+
+def _text(value: float) -> str:
+    """A setting as written: integers in full, floats in short (``%g``)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def _goal_reasons(workload: Workload, provenance: Mapping[str, Any],
+                  horizon: float) -> tuple[str, ...]:
+    reasons = []
+    target = provenance.get("target")
+    if isinstance(target, (int, float)) and not math.isclose(workload.target, target,
+                                                             rel_tol=_REL_TOL):
+        reasons.append(f"target {workload.target:g} differs from the {target:g} the predictor "
+                       "predicts rounds to")
+    if not math.isclose(workload.rounds, horizon, rel_tol=_REL_TOL):
+        reasons.append(f"rounds {workload.rounds} differs from the horizon T = {horizon:g} the "
+                       "predictor was fitted over")
+    return tuple(reasons)
+
+
+def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
+    """A copy of ``predictor`` that computes a topology's features at ``workload``'s settings.
+
+    The noise multiplier, clipping norm, batch size and local steps (and the data
+    size, where the workload knows it) replace the predictor's own; its fitted
+    coefficients stay, so where :func:`workload_outside` names a reason the
+    prediction is an extrapolation.  Eq. (15) sees none of these settings and is
+    returned as it is.
+
+    Examples
+    --------
+    >>> from topokit import load_example, load_predictor, predict_topology
+    >>> net = load_example("toy")
+    >>> noisy = predictor_at_workload(load_predictor("default"), Workload(epsilon=0.5))
+    >>> noisy.feature_settings.noise_multiplier > 3.73  # more noise at a smaller epsilon
+    True
+    """
+    import copy
+    from dataclasses import replace
+
+    if not isinstance(predictor, TrainingTimePredictor):
+        return predictor
+    fitted = predictor.feature_settings
+    settings = replace(
+        fitted, noise_multiplier=workload.resolved_noise_multiplier,
+        max_grad_norm=workload.max_grad_norm, batch_size=workload.batch_size,
+        local_steps=workload.local_steps,
+        n_samples=fitted.n_samples if workload.n_samples is None else workload.n_samples)
+    return copy.deepcopy(predictor).set_params(settings=settings)
+
+
+def warn_outside(reasons: tuple[str, ...], what: str) -> None:
+    """One :class:`~topokit.errors.TopokitWarning` line saying where a workload lies
+    outside a predictor's fit and what ``what`` did about it."""
+    import warnings
+
+    from ..errors import TopokitWarning
+
+    if reasons:
+        warnings.warn(f"the workload lies outside what the predictor was fitted on "
+                      f"({'; '.join(reasons)}): {what}; calibrate a predictor for it from "
+                      "probe runs (topokit probe, then topokit calibrate --refit)",
+                      TopokitWarning, stacklevel=3)

@@ -1,4 +1,4 @@
-"""The figure of a network-privacy audit (:func:`topokit.design.audit.privacy_audit`).
+"""The figure of a network-privacy audit (:func:`topokit.audit.privacy_audit`).
 
 Built without pyplot in the style of :mod:`topokit.plotting._style`; save it
 with :func:`~topokit.plotting._style.save_figure`.
@@ -15,7 +15,7 @@ from ._style import COLORS, new_panels, styled
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..design.audit import PrivacyAudit
+    from ..audit.core import PrivacyAudit
 
 __all__ = ["audit_figure"]
 
@@ -61,7 +61,7 @@ def audit_figure(audit: PrivacyAudit, *, title: str | None = None) -> Figure:
     Examples
     --------
     >>> from topokit import load_example
-    >>> from topokit.design.audit import privacy_audit
+    >>> from topokit.audit import privacy_audit
     >>> figure = audit_figure(privacy_audit(load_example("toy"), rounds=30))
     >>> figure.axes[0].get_xlabel()
     'observer k'

@@ -17,8 +17,8 @@ from ._style import COLORS, new_figure, new_panels, save_figure, styled
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..design._autotag import Design
-    from ..design.network import Network
+    from ..design.result import Design
+    from ..network.core import Network
 
 __all__ = ["degree_deviation_figure", "design_figure", "save_figure", "validation_figure",
            "accuracy_time_figure", "global_iterate_figure"]
@@ -171,7 +171,7 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
         ``kind``, ``predicted_global_iterate``, ``measured_rounds``,
         ``pseudo_time``, ``measured_time``).
     """
-    from ..design.validation import _correlation
+    from ..validation.stats import correlation
 
     targets = sorted(frame["target"].unique())
     figure, axes = new_panels("validation", nrows=2, ncols=len(targets))
@@ -189,7 +189,7 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
                 color, marker, label = _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind))
                 axis.scatter(points[x_name], points[y_name], s=18, c=color, marker=marker,
                              alpha=0.7, linewidths=0, label=label)
-            rho = _correlation(reached[x_name].to_numpy(float), reached[y_name].to_numpy(float),
+            rho = correlation(reached[x_name].to_numpy(float), reached[y_name].to_numpy(float),
                                "spearman")
             missing = int(group["measured_rounds"].isna().sum())
             axis.set_title(f"target {target:g}: Spearman {rho:.2f}"

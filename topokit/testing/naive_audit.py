@@ -1,5 +1,5 @@
 """The direct dense computation of the network-privacy audit, the twin of
-:func:`topokit.design.audit.privacy_audit`.
+:func:`topokit.audit.privacy_audit`.
 
 For every observer k it writes the view down as it is defined: the rows
 (t, j), j a neighbour of k and t < T, of
@@ -29,8 +29,8 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 
-from topokit.design.features import _adjacency
-from topokit.design.network import Network, Topology
+from topokit.network.core import Network, Topology
+from topokit.network.quantities import adjacency_matrix
 
 #: Singular values of B below RCOND times the largest are zero (lstsq's rcond).
 RCOND = 1e-12
@@ -83,7 +83,7 @@ def _least_squares(mixing: np.ndarray, shifts: np.ndarray) -> tuple[np.ndarray, 
 
 def _setup(net: Network, topology: Topology, rounds: int,
            noise_multiplier: float | Mapping[Hashable, float]):
-    adjacency = _adjacency(net, topology)
+    adjacency = adjacency_matrix(net, topology)
     weights = topology.mixing_matrix(net.nodes)
     powers = [np.eye(net.n_devices)]
     for _ in range(rounds - 1):

@@ -23,6 +23,7 @@ References
    ``docs/references.rst``.
 """
 
+from ._counts import partition_class_counts
 from .core import Convergence, PoissonSampler, TrainingRun, train
 from .data import load_cifar10, load_digits, load_fashion_mnist, read_idx
 from .models import MLP, LogisticRegression, Model, make_model
@@ -49,6 +50,7 @@ __all__ = [
     "SkewPartitioner",
     "DirichletPartitioner",
     "make_partitioner",
+    "partition_class_counts",
     "PoissonSampler",
     "load_digits",
     "load_fashion_mnist",

@@ -23,8 +23,8 @@ from .._checks import (
     check_positive,
     check_real,
 )
-from ..design.network import Network, Topology
 from ..errors import InvalidInputError, InvalidTopologyError
+from ..network.core import Network, Topology
 from ._sampling import PoissonSampler
 from .models import Model, make_model
 from .partition import Partitioner

@@ -14,7 +14,7 @@ n_params) array; no Python loop over devices):
    the noisy y_i too (see :mod:`topokit.training.privacy`);
 3. every device averages what it holds with the topology's mixing weights
    (Lazy-Metropolis unless it carries weights, see
-   :meth:`~topokit.design.network.Topology.mixing_matrix`): X <- A Y, one
+   :meth:`~topokit.network.Topology.mixing_matrix`): X <- A Y, one
    (n, n) @ (n, p) product (A in CSR form from 16 devices on when it is
    sparse).
 
@@ -52,9 +52,9 @@ from threadpoolctl import threadpool_limits
 
 from .._checks import check_int_at_least, check_nonnegative, check_real
 from .._random import SeedLike, spawn_generators
-from ..design.metrics import local_iterate
-from ..design.network import Network, Topology
 from ..errors import InvalidInputError, NotAFormalGuaranteeWarning
+from ..network.core import Network, Topology
+from ..network.quantities import local_iterate
 
 # Names that moved to the step modules stay importable from here ("X as X": re-exported; the
 # plain reference in topokit.testing imports ROLES, PoissonSampler and _stratified_split).

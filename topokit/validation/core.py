@@ -6,7 +6,7 @@ user's own -- for several trials, and puts the prediction of each topology
 (hitting time H, DP ratio phi, local iterate L, predicted global iterate G',
 pseudo time G' x L) next to what the runs measured (rounds and physical time
 to each target accuracy).  :func:`calibrate` (in
-:mod:`topokit.design.calibration`, re-exported here) refits the
+:mod:`topokit.validation`, re-exported here) refits the
 :class:`~topokit.design.GlobalIteratePredictor` on such a table and says how
 much the rank correlation of predicted and measured physical time improves.
 
@@ -19,7 +19,9 @@ topologies is what :meth:`ValidationResult.correlations` judges.
 plan one piece per topology and trial (:func:`_plan_pieces`), run the pieces
 through the resumable-job runner (:func:`topokit._jobs.run_resumable`, which
 also serves ``batch``; :func:`_measure` is the work of one piece) and
-assemble the :class:`ValidationResult`.
+assemble the :class:`ValidationResult`.  A user's ``trainer`` replaces only
+the training of a piece (:func:`_user_run`): its accuracies become the same
+row of the runs table.
 
 >>> import topokit                                                      # doctest: +SKIP
 >>> result = topokit.validate(topokit.load_example("siot16"), trials=3)  # doctest: +SKIP
@@ -32,28 +34,35 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import time
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from .._checks import check_choice, check_int, check_int_at_least, check_output_path
+from .._checks import check_int, check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, check_scheduler, run_resumable
-from .._random import SeedLike, int_seed, keyed_seed, spawn_generators
+from .._random import SeedLike, int_seed, keyed_seed
+from ..audit.core import privacy_audit
+from ..design.features import FeatureSettings, topology_features
+from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate
+from ..design.predictor import GlobalIteratePredictor
+from ..design.time_predictor import _NAMES_TEXT, load_predictor
+from ..design.workload import TOPOKIT_MODELS, Workload, check_workload
 from ..errors import InvalidInputError, NotFittedError
-from ..training import train
+from ..network.core import Network, Topology
+from ..network.quantities import local_iterate
+from ..training import DPConfig, TrainingRun, partition_class_counts, train
 from ..training.core import check_accuracy_threshold
-from .audit import privacy_audit
-from .calibration import CALIBRATION_COLUMNS, CalibrationResult, _correlation, calibrate
-from .features import FeatureSettings, topology_features
-from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
-from .network import Network, Topology
-from .predictor import GlobalIteratePredictor
-from .time_predictor import _NAMES_TEXT, load_predictor
+from .calibration import CALIBRATION_COLUMNS, CalibrationResult, calibrate
+from .result import FEATURE_COLUMNS, RUN_COLUMNS, TIMING_COLUMNS, ValidationResult
+
+if TYPE_CHECKING:
+    from ..training._plan import TrainingPlan
 
 __all__ = [
     "validate",
@@ -68,6 +77,8 @@ __all__ = [
     "TIMING_COLUMNS",
     "TOPOLOGY_KINDS",
     "DEFAULT_TOPOLOGIES",
+    "DEFAULT_TARGETS",
+    "trial_seed",
     "RUN_COLUMNS",
     "FEATURE_COLUMNS",
     "CALIBRATION_COLUMNS",
@@ -79,35 +90,24 @@ TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "random")
 #: What :func:`validate` compares by default: AutoTag's design and the three baselines.
 DEFAULT_TOPOLOGIES = ("autotag", "ndlf", "dlfdp", "erg")
 
-#: Columns of the runs table, one row per (topology, trial, target).
-RUN_COLUMNS = (
-    "network", "topology", "kind", "trial", "seed", "target",
-    "hitting_time", "spectral_gap", "phi", "n_links", "n_dp_devices", "noise_variance",
-    "local_iterate", "predicted_global_iterate", "pseudo_time",
-    "measured_rounds", "measured_time", "final_accuracy", "rounds_run", "stop_rule",
-    "epsilon", "dp_formal", "stranger_pairs", "exposed_pairs",
-    "exposed_stranger_pairs", "stranger_mu_max",
-    "effective_neighbours", "noise_average", "noise_disagreement", "noise_felt",
-    "heterogeneity_local", "heterogeneity_neighbourhood", "heterogeneity_disagreement",
-)
-
-#: The columns of :data:`RUN_COLUMNS` that are features of
-#: :func:`~topokit.design.features.topology_features` beyond H, the gap and phi:
-#: computed for each run's own settings (noise multiplier, clip, batch size, local
-#: steps) and partition, so that :func:`calibrate` can refit a
-#: :class:`~topokit.design.TrainingTimePredictor` on the runs.
-FEATURE_COLUMNS = RUN_COLUMNS[RUN_COLUMNS.index("effective_neighbours"):]
-
-#: Columns of the timings table, one row per training run.  Wall-clock times
-#: live apart from the results, so that the same seed writes the same bytes.
-TIMING_COLUMNS = ("topology", "kind", "trial", "seed", "wall_clock")
-
 # Sub-streams of the validation seed (keyed_seed(seed, role, index)).
 _TRIAL, _ERG, _RANDOM, _OPTIMIZE = 0, 1, 2, 3
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The training seed :func:`validate` gives trial ``trial`` of a job seeded ``seed``
+    (the ``seed`` column of its runs table; the same for every topology).
+
+    >>> trial_seed(11, 0) == trial_seed(11, 0) != trial_seed(11, 1)
+    True
+    """
+    return keyed_seed(seed, _TRIAL, trial)
 _RANDOM_ATTEMPTS = 20
 _RESERVED = {"seed", "progress", "X", "y", "net", "topology"}
 
 Progress = Callable[[int, int], Any]
+#: A user's trainer: ``fn(net, topology, *, rounds, seed, dp)`` -> test accuracy after each round.
+Trainer = Callable[..., Sequence[float]]
 
 #: Keyword arguments of :func:`topokit.training.train` that validate passes on.
 _TRAIN_OPTIONS = frozenset(inspect.signature(train).parameters) - _RESERVED
@@ -215,7 +215,7 @@ class BuiltTopology(NamedTuple):
 
 
 def _random_valid(net: Network, seed: int, index: int) -> Topology:
-    from .baselines import random_topology
+    from ..design.baselines import random_topology
 
     for attempt in range(_RANDOM_ATTEMPTS):
         try:
@@ -239,8 +239,8 @@ def _random_topologies(net: Network, spec: TopologySpec, start: int,
 
 def _build_topologies(net: Network, specs: Sequence[TopologySpec],
                       settings: _Settings) -> list[BuiltTopology]:
-    from ._autotag import autotag
-    from .baselines import dlfdp, erg, ndlf
+    from ..design._autotag import autotag
+    from ..design.baselines import dlfdp, erg, ndlf
 
     seed, predictor = settings.seed, settings.predictor
     design = None
@@ -320,6 +320,7 @@ class _Piece:
     predictor: GlobalIteratePredictor
     train_kwargs: dict
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS
+    trainer: Trainer | None = None
 
 
 class _Measured(NamedTuple):
@@ -435,29 +436,6 @@ def _run_curve(piece: _Piece, run) -> pd.DataFrame:
     })
 
 
-def _ranked_units(group: pd.DataFrame, by: str) -> pd.DataFrame:
-    """The runs (or topologies) of one target, never-reached measurements made infinite."""
-    columns = ["pseudo_time", "predicted_global_iterate", "measured_time", "measured_rounds"]
-    units = group[["topology", *columns]].copy()
-    units[["measured_time", "measured_rounds"]] = units[
-        ["measured_time", "measured_rounds"]].fillna(np.inf)
-    if by == "topology":
-        units = units.groupby("topology", sort=False)[columns].median()
-    return units
-
-
-def _censored_spearman(predicted: np.ndarray, measured: np.ndarray) -> float:
-    """Spearman's rho with ``inf`` ranked last (ties share their mean rank); NaN if undefined."""
-    from scipy.stats import rankdata
-
-    if predicted.size < 3 or np.isnan(predicted).any() or np.isnan(measured).any():
-        return float("nan")
-    x, y = rankdata(predicted), rankdata(measured)
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(np.corrcoef(x, y)[0, 1])
-
-
 def _uses_noise_variance(predictor: Any) -> bool:
     return bool(getattr(predictor, "use_noise_variance", False))
 
@@ -478,11 +456,15 @@ def _measure(piece: _Piece) -> _Measured:
 
     ``piece.net`` carries the trial's class counts, so a predictor that
     knows the data (a :class:`~topokit.design.TrainingTimePredictor`)
-    predicts for the partition the run trains on.
+    predicts for the partition the run trains on.  With a user's trainer
+    (:func:`_user_run`) only the training differs: the row is made alike.
     """
-    run = train(piece.net, piece.topology, piece.X, piece.y, seed=piece.seed,
-                **piece.train_kwargs)
-    _check_partition(piece, run)
+    if piece.trainer is not None:
+        run = _user_run(piece)
+    else:
+        run = train(piece.net, piece.topology, piece.X, piece.y, seed=piece.seed,
+                    **piece.train_kwargs)
+        _check_partition(piece, run)
     variance = noise_variance(run)
     metrics = evaluate(piece.net, piece.topology, piece.predictor,
                        noise_variance=variance if _uses_noise_variance(piece.predictor) else None)
@@ -493,134 +475,209 @@ def _measure(piece: _Piece) -> _Measured:
 
 
 # ---------------------------------------------------------------------------------------------
-# Results
+# A user's trainer
 # ---------------------------------------------------------------------------------------------
 
+#: The stop rule recorded for the runs of a user's trainer.
+USER_TRAINER_STOP_RULE = "user trainer"
 
-@dataclass(frozen=True, eq=False)
-class ValidationResult:
-    """What :func:`validate` measured.
 
-    Attributes
-    ----------
-    frame : DataFrame
-        One row per (topology, trial, target); columns :data:`RUN_COLUMNS`
-        (``measured_rounds`` / ``measured_time`` NaN where the target was
-        never reached).
-    curves : DataFrame
-        Averaged accuracy at every checkpoint: ``topology``, ``kind``,
-        ``trial``, ``round``, ``time`` (round x L, seconds), ``mean_accuracy``.
-    topologies : dict
-        Name -> Topology that was trained over.
-    config : dict
-        The settings of the run (JSON-able).
-    timings : DataFrame or None
-        Wall-clock seconds of every training run (:data:`TIMING_COLUMNS`), kept
-        apart from ``frame`` so that the same seed gives the same results table.
+def _core_plan(piece: _Piece) -> TrainingPlan:
+    """The plan topokit's core would execute for the piece, without training it.
+
+    The same steps as :func:`topokit.training.train` before its round loop:
+    the schedule, the DP config, the partition (replayed from the piece's
+    seed) and the DP plan (who adds noise, how much).  A user's trainer is
+    described by it: its DP config is passed to the trainer, and its noise
+    settings give the noise columns of the run's row.
     """
+    from .._random import spawn_generators
+    from ..training._plan import ROLES, check_schedule, plan_training, resolve_dp
+    from ..training.partition import make_partitioner
 
-    frame: pd.DataFrame
-    curves: pd.DataFrame
-    topologies: dict = field(default_factory=dict)
-    config: dict = field(default_factory=dict)
-    timings: pd.DataFrame | None = None
+    options = piece.train_kwargs
+    schedule = check_schedule(**{key: options.get(key, _TRAIN_DEFAULTS[key])
+                                 for key in _SCHEDULE_OPTIONS})
+    dp_config = resolve_dp(options.get("dp"), piece.topology)
+    if dp_config is not None and dp_config.per_device:
+        dp_config.check_devices(piece.topology.dp_devices, piece.net.nodes)
+    return plan_training(
+        piece.net, piece.topology, piece.X, piece.y, model=options.get("model", "logreg"),
+        test=options.get("test"), schedule=schedule, dp_config=dp_config,
+        partitioner=make_partitioner(options.get("partition")), convergence=None,
+        rng=spawn_generators(piece.seed, ROLES)["partition"],
+    )
 
-    def to_frame(self) -> pd.DataFrame:
-        """The runs table (a copy)."""
-        return self.frame.copy()
 
-    def correlations(self, by: str = "run") -> pd.DataFrame:
-        """Spearman and Pearson correlations of predicted against measured, per target.
+def _one_line(error: BaseException, limit: int = 300) -> str:
+    """``error``'s type and message on one line (whitespace collapsed, cut to ``limit``)."""
+    message = " ".join(str(error).split())
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
-        Spearman ranks *every* run: one that never reached the target counts as
-        slower than any that did (its measured time is infinite), because those
-        are the runs where a prediction is most wrong if it calls them fast.
-        A prediction of ``inf`` (a predictor that says "never") ranks slowest
-        too.  The figures over the runs that reached the target alone, what
-        this method reported before, stand beside them.
 
-        Parameters
-        ----------
-        by : {"run", "topology"}
-            Correlate every run (default), or each topology's median over its
-            trials (never reached = infinite).
+def _trainer_place(piece: _Piece) -> str:
+    return f"the trainer on topology {piece.name!r}, trial {piece.trial}"
 
-        Returns
-        -------
-        DataFrame
-            One row per target: ``n`` (runs or topologies ranked),
-            ``never_reached``, ``spearman_time`` (pseudo time G' x L against
-            measured physical time) and ``spearman_rounds`` (G' against
-            measured rounds) over all of them; ``n_reached``,
-            ``spearman_time_reached``, ``spearman_rounds_reached``,
-            ``pearson_time`` and ``pearson_rounds`` over those that reached
-            the target.  NaN where fewer than 3 pairs or one side is constant.
-        """
-        check_choice(by, "by", ("run", "topology"))
-        records = []
-        for target, group in self.frame.groupby("target", sort=True):
-            ranked = _ranked_units(group, by)
-            reached = ranked[np.isfinite(ranked["measured_time"])]
-            record = {"target": float(target), "n": int(len(ranked)),
-                      "never_reached": int(group["measured_rounds"].isna().sum()),
-                      "n_reached": int(len(reached))}
-            for what, predicted, measured in (("time", "pseudo_time", "measured_time"),
-                                              ("rounds", "predicted_global_iterate",
-                                               "measured_rounds")):
-                record[f"spearman_{what}"] = _censored_spearman(
-                    ranked[predicted].to_numpy(float), ranked[measured].to_numpy(float))
-                x, y = reached[predicted].to_numpy(float), reached[measured].to_numpy(float)
-                record[f"spearman_{what}_reached"] = _correlation(x, y, "spearman")
-                record[f"pearson_{what}"] = _correlation(x, y, "pearson")
-            records.append(record)
-        return pd.DataFrame(records)
 
-    def summary(self) -> pd.DataFrame:
-        """One row per (topology, target): the prediction and the measured mean and spread.
-
-        ``reached`` counts the trials that reached the target; ``rounds_mean``,
-        ``rounds_std``, ``time_mean``, ``time_std`` are over those trials;
-        ``exposed_stranger_pairs`` and ``stranger_mu_max`` are the worst over
-        the trials (NaN if no trial has a finite stranger mu).
-        """
-        grouped = self.frame.groupby(["topology", "target"], sort=False)
-        first = grouped[["kind", "hitting_time", "phi", "local_iterate",
-                         "predicted_global_iterate", "pseudo_time", "stranger_pairs"]].first()
-        stats = grouped.agg(
-            trials=("trial", "size"),
-            reached=("measured_rounds", "count"),
-            rounds_mean=("measured_rounds", "mean"),
-            rounds_std=("measured_rounds", "std"),
-            time_mean=("measured_time", "mean"),
-            time_std=("measured_time", "std"),
-            final_accuracy=("final_accuracy", "mean"),
-            exposed_stranger_pairs=("exposed_stranger_pairs", "max"),
-            stranger_mu_max=("stranger_mu_max", "max"),
+def _accuracies(result: Any, rounds: int, where: str) -> np.ndarray:
+    """A trainer's return checked: 1 to ``rounds`` finite accuracies in [0, 1], as floats."""
+    expected = "a list of test accuracies in [0, 1], one per round run (e.g. [0.31, 0.52])"
+    if isinstance(result, np.ndarray):
+        if result.ndim != 1 or result.dtype.kind not in "iuf":
+            raise InvalidInputError(
+                f"{where} returned an array of shape {result.shape} and dtype {result.dtype}; "
+                f"return {expected}"
+            )
+        values = result.astype(np.float64)
+    elif isinstance(result, (list, tuple)):
+        number = (int, float, np.integer, np.floating)
+        bad = next((k for k, v in enumerate(result)
+                    if isinstance(v, (bool, np.bool_)) or not isinstance(v, number)), None)
+        if bad is not None:
+            shown = repr(result[bad])
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise InvalidInputError(
+                f"{where} returned {shown} as the accuracy after round {bad + 1}; "
+                f"return {expected}"
+            )
+        values = np.array([float(v) for v in result], dtype=np.float64)
+    else:
+        raise InvalidInputError(f"{where} returned a {type(result).__name__}; return {expected}")
+    if values.size == 0:
+        raise InvalidInputError(
+            f"{where} returned no accuracies; return {expected}, at least the one after round 1"
         )
-        return first.join(stats).reset_index()
+    if values.size > rounds:
+        raise InvalidInputError(
+            f"{where} returned {values.size} accuracies for rounds={rounds}; return at most "
+            "one per round"
+        )
+    if not np.isfinite(values).all():
+        k = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise InvalidInputError(
+            f"{where} returned {values[k]} as the accuracy after round {k + 1}; accuracies "
+            "must be finite numbers in [0, 1]"
+        )
+    if ((values < 0) | (values > 1)).any():
+        k = int(np.flatnonzero((values < 0) | (values > 1))[0])
+        raise InvalidInputError(
+            f"{where} returned {values[k]:g} as the accuracy after round {k + 1}, outside "
+            "[0, 1]; return fractions, not percentages"
+        )
+    return values
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: settings, topologies, summary and correlations (not every row)."""
-        def records(frame: pd.DataFrame) -> list[dict]:
-            return [{k: (None if isinstance(v, float) and not np.isfinite(v) else
-                         v.item() if isinstance(v, np.generic) else v)
-                     for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
-        return {
-            "config": self.config,
-            "topologies": {name: t.to_dict() for name, t in self.topologies.items()},
-            "n_runs": int(len(self.frame)),
-            "summary": records(self.summary()),
-            "correlations": records(self.correlations()),
-            "correlations_by_topology": records(self.correlations(by="topology")),
-        }
+def _call_trainer(piece: _Piece, rounds: int, dp: DPConfig | None) -> np.ndarray:
+    """The piece's accuracies by the user's trainer; its errors as one line naming the piece."""
+    where = _trainer_place(piece)
+    try:
+        result = piece.trainer(piece.net, piece.topology, rounds=rounds, seed=piece.seed,
+                               dp=dp)
+    except Exception as error:  # the user's code: any failure, reported in one line
+        raise InvalidInputError(f"{where} raised {_one_line(error)}") from None
+    return _accuracies(result, rounds, where)
 
-    def plot(self, path: str | Path) -> Path:
-        """Scatter predicted against measured (rounds and physical time), saved atomically."""
-        from ..plotting.design import save_figure, validation_figure
 
-        save_figure(validation_figure(self.frame), path)
-        return Path(path)
+def _user_run(piece: _Piece) -> TrainingRun:
+    """A :class:`~topokit.training.TrainingRun` of the piece trained by the user's trainer.
+
+    Checkpoints are rounds 1, 2, ... (the trainer's sequence; no round 0),
+    with one accuracy column, the trainer's (the mean of one column is
+    itself).  Partition, noise multipliers and sensitivities are those the
+    core plans for the same settings (:func:`_core_plan`), which describe
+    the run for the predictions; no epsilon is reported, since topokit does
+    not see the trainer's noise.
+    """
+    started = time.perf_counter()
+    plan = _core_plan(piece)
+    dp_config = plan.dp.config  # what train resolves its dp argument to
+    accuracies = _call_trainer(piece, plan.schedule.rounds, dp_config)
+    nodes = tuple(piece.net.nodes)
+    noisy = [nodes[row] for row in plan.dp.rows]
+    return TrainingRun(
+        nodes=nodes,
+        rounds=np.arange(1, accuracies.size + 1, dtype=np.int64),
+        accuracy=accuracies[:, None],
+        local_iterate=float(local_iterate(piece.net, piece.topology)),
+        wall_clock=time.perf_counter() - started,
+        rounds_run=int(accuracies.size),
+        stop_rule=USER_TRAINER_STOP_RULE,
+        dp_devices=tuple(noisy),
+        noise_multiplier={} if not noisy else dict(zip(
+            noisy, (float(z) for z in plan.dp.noise_multiplier), strict=True)),
+        sampling_rate={} if not noisy else dict(zip(
+            noisy, (float(q) for q in plan.dp.sampling_rate), strict=True)),
+        delta=dp_config.delta if dp_config is not None else None,
+        dp_formal=dp_config.formal if dp_config is not None else True,
+        sensitivity=plan.dp.device_sensitivity(plan.n_devices),
+        partition_sizes=tuple(int(size) for size in plan.sampler.sizes),
+        config=_user_run_config(plan, dp_config),
+    )
+
+
+def _user_run_config(plan: TrainingPlan, dp_config: DPConfig | None) -> dict[str, Any]:
+    """The settings of a user trainer's run that its row's noise columns read."""
+    schedule = plan.schedule
+    dp = None if dp_config is None else {
+        key: getattr(dp_config, key) for key in ("max_grad_norm", "sensitivity", "delta")}
+    return {"rounds": schedule.rounds, "lr": schedule.lr, "lr_decay": schedule.lr_decay,
+            "local_steps": schedule.local_steps, "batch_size": schedule.batch_size,
+            "dp": dp, "trainer": True}
+
+
+def _trainer_name(trainer: Trainer) -> str:
+    """``module.qualname`` of a trainer (of its function for a partial): the job's record."""
+    function = getattr(trainer, "func", trainer)  # functools.partial
+    module = getattr(function, "__module__", None) or type(function).__module__
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return f"{module}.{name}"
+
+
+def _check_trainer(trainer: Any) -> Trainer | None:
+    """None, or a callable that can be called as ``fn(net, topology, *, rounds, seed, dp)``."""
+    if trainer is None:
+        return None
+    if not callable(trainer):
+        raise InvalidInputError(
+            "trainer must be a function fn(net, topology, *, rounds, seed, dp) returning the "
+            f"test accuracy after each round; got {type(trainer).__name__}"
+        )
+    try:
+        signature = inspect.signature(trainer)
+    except (TypeError, ValueError):  # a builtin without a signature: called as is
+        return trainer
+    try:
+        signature.bind(None, None, rounds=1, seed=0, dp=None)
+    except TypeError as error:
+        raise InvalidInputError(
+            f"trainer {_trainer_name(trainer)} cannot be called as fn(net, topology, *, "
+            f"rounds, seed, dp): {_one_line(error)}"
+        ) from None
+    return trainer
+
+
+def _check_trainer_pickles(trainer: Trainer | None, n_jobs: int, scheduler: str | None) -> None:
+    """A trainer sent to joblib or Dask workers must pickle (with cloudpickle, as they do)."""
+    if trainer is None or (n_jobs == 1 and scheduler is None):
+        return
+    try:
+        import cloudpickle  # what joblib (1.5 on) and Dask pickle with
+    except ImportError:  # older joblib vendors it
+        from joblib.externals import cloudpickle
+    try:
+        cloudpickle.dumps(trainer)
+    except Exception as error:  # any pickling failure, reported in one line
+        workers = "a Dask scheduler" if scheduler else f"n_jobs={n_jobs}"
+        raise InvalidInputError(
+            f"trainer {_trainer_name(trainer)} cannot be sent to the workers of {workers} "
+            f"({_one_line(error, 120)}); use n_jobs=1 or a trainer that pickles"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------------------------
@@ -745,6 +802,45 @@ class _Settings:
     train_kwargs: dict
     data: _Data
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS
+    trainer: Trainer | None = None
+    workload: Workload | None = None
+
+
+#: The target accuracies :func:`validate` times when neither ``targets`` nor a workload
+#: names one.
+DEFAULT_TARGETS = (0.85, 0.9)
+
+
+def _merge_workload(workload: Workload | None, targets: Sequence[float] | None,
+                    train_kwargs: dict, trainer: Trainer | None) -> tuple[Sequence[float], dict]:
+    """validate's targets and training options with ``workload``'s settings in them.
+
+    Where an option and the workload both name a setting they must agree: one line
+    says which to drop, and nothing is silently overridden.
+    """
+    if workload is None:
+        return (DEFAULT_TARGETS if targets is None else targets), train_kwargs
+    from ..training.privacy import DPConfig
+
+    told: dict[str, Any] = {"dp": DPConfig(**workload.dp_config_kwargs()),
+                            "rounds": workload.rounds, "batch_size": workload.batch_size,
+                            "local_steps": workload.local_steps}
+    if workload.trained_by_topokit:
+        told["model"] = workload.model
+    elif trainer is None:
+        raise InvalidInputError(
+            f"the workload's model {workload.model!r} is not one topokit trains "
+            f"({', '.join(TOPOKIT_MODELS)}); pass trainer=your_training_function")
+    for name, value in told.items():
+        if name in train_kwargs and train_kwargs[name] != value:
+            raise InvalidInputError(
+                f"{name}={train_kwargs[name]!r} disagrees with the workload's {value!r}; drop "
+                f"{name}= (the workload sets it) or change the workload")
+    if targets is not None and tuple(float(t) for t in targets) != (workload.target,):
+        raise InvalidInputError(
+            f"targets={list(targets)} disagree with the workload's target {workload.target}; "
+            "drop targets= (the workload sets it) or change the workload")
+    return (workload.target,), {**train_kwargs, **told}
 
 
 def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
@@ -786,7 +882,8 @@ def _training_data(X, y, dataset: str) -> _Data:
 def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequence[float],
                   trials: int, seed: SeedLike, predictor: GlobalIteratePredictor | None,
                   n_jobs: int, output: str | Path | None, train_kwargs: dict,
-                  audit_rounds: int = DEFAULT_AUDIT_ROUNDS) -> _Settings:
+                  audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
+                  trainer: Trainer | None = None, workload: Workload | None = None) -> _Settings:
     """Check every argument of :func:`validate` (in this order) before any work starts."""
     if not isinstance(net, Network):
         raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
@@ -798,11 +895,13 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     predictor = _check_predictor(predictor)
     train_kwargs = _check_train_kwargs(train_kwargs)
     audit_rounds = check_int(audit_rounds, "audit_rounds", low=0)
+    trainer = _check_trainer(trainer)
     if output is not None:
         check_output_path(output, "output")
     return _Settings(specs=specs, targets=targets, trials=trials, seed=seed, n_jobs=n_jobs,
                      predictor=predictor, train_kwargs=train_kwargs,
-                     data=_training_data(X, y, dataset), audit_rounds=audit_rounds)
+                     data=_training_data(X, y, dataset), audit_rounds=audit_rounds,
+                     trainer=trainer, workload=workload)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -810,19 +909,13 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
 # ---------------------------------------------------------------------------------------------
 
 
-def _no_features(labels: Any) -> np.ndarray:
-    """A data matrix of no columns beside ``labels``: the partition draws on labels alone."""
-    return np.zeros((np.shape(labels)[0] if np.ndim(labels) else 0, 0))
-
-
 def _partition_counts(net: Network, y: Any, seed: int, *, partition: Any = None,
                            test: Any = None) -> np.ndarray:
     """Training rows of each class on each device in :func:`~topokit.training.train`'s run.
 
-    Replays the first draws of the run's "partition" generator (seeded with
-    ``seed``, as ``train(..., seed=seed)`` seeds it): the held-out split,
-    then the partition of the training rows over ``net.nodes``.  Both depend
-    on the labels only, never on the features or the topology, so every
+    :func:`~topokit.training.partition_class_counts` for ``net``'s devices
+    (``partition`` and ``test`` as ``train`` takes them), without its
+    warning: ``train`` warns about this very partition itself.  Every
     topology of a trial trains on the same partition.
 
     Returns
@@ -830,18 +923,10 @@ def _partition_counts(net: Network, y: Any, seed: int, *, partition: Any = None,
     ndarray of shape (n_devices, n_classes)
         Integer counts, rows in node order, classes in sorted label order.
     """
-    from ..training._plan import ROLES, partition_rows, split_data
-    from ..training.partition import make_partitioner
-
-    rng = spawn_generators(seed, ROLES)["partition"]
-    if isinstance(test, tuple) and len(test) == 2:
-        test = (_no_features(test[1]), test[1])
-    data = split_data(_no_features(y), y, test, net.n_devices, rng)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # train warns about this very partition itself
-        parts = partition_rows(make_partitioner(partition), data.codes_train, net.nodes, rng)
-    return np.array([np.bincount(data.codes_train[part], minlength=data.n_classes)
-                     for part in parts])
+        warnings.simplefilter("ignore")
+        return partition_class_counts(y, net.n_devices, partition, seed, nodes=net.nodes,
+                                      test=test)
 
 
 def _trial_network(net: Network, settings: _Settings, seed: int) -> Network:
@@ -858,8 +943,8 @@ def _shipped_predictor(model: Any) -> str:
     >>> _shipped_predictor("mlp"), _shipped_predictor("logreg")
     ('mlp', 'default')
     """
+    from ..design.time_predictor import SHIPPED_FOR_MODEL
     from ..training.models import MLP
-    from .time_predictor import SHIPPED_FOR_MODEL
 
     trained = "mlp" if isinstance(model, MLP) else model
     return SHIPPED_FOR_MODEL.get(trained, "default") if isinstance(trained, str) else "default"
@@ -875,13 +960,13 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
     topokit ships for the model trained (``"mlp"`` for the MLP, else
     ``"default"``; eq. 15 is for AutoTag).
     """
-    from ._optimize import optimize
+    from ..design._optimize import optimize
 
     judge = settings.predictor if hasattr(settings.predictor, "predict_network") \
         else _shipped_predictor(settings.train_kwargs.get("model", "logreg"))
-    trial_net = _trial_network(net, settings, keyed_seed(settings.seed, _TRIAL, 0))
-    return optimize(trial_net, predictor=judge,
-                    seed=keyed_seed(settings.seed, _OPTIMIZE, 0)).topology
+    trial_net = _trial_network(net, settings, trial_seed(settings.seed, 0))
+    return optimize(trial_net, predictor=judge, seed=keyed_seed(settings.seed, _OPTIMIZE, 0),
+                    workload=settings.workload).topology
 
 
 #: What validate and its CLI say of runs whose epsilon is nominal (sensitivity="paper").
@@ -907,26 +992,34 @@ def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
     The network of trial t carries that trial's class counts (its partition),
     which the predictions of the trial's runs use.
     """
-    trial_seeds = [keyed_seed(settings.seed, _TRIAL, t) for t in range(settings.trials)]
+    trial_seeds = [trial_seed(settings.seed, t) for t in range(settings.trials)]
     trial_nets = [_trial_network(net, settings, seed) for seed in trial_seeds]
     return [
         _Piece(net=trial_nets[t], name=b.name, kind=b.kind, topology=b.topology, trial=t,
                seed=trial_seeds[t], X=settings.data.X, y=settings.data.y,
                targets=settings.targets, predictor=settings.predictor,
-               train_kwargs=settings.train_kwargs, audit_rounds=settings.audit_rounds)
+               train_kwargs=settings.train_kwargs, audit_rounds=settings.audit_rounds,
+               trainer=settings.trainer)
         for b in built for t in range(settings.trials)
     ]
 
 
 def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology]) -> dict:
-    """The settings of the run, JSON-able (:attr:`ValidationResult.config`)."""
-    return {
+    """The settings of the run, JSON-able (:attr:`ValidationResult.config`).
+
+    ``"trainer"`` (the user's trainer's ``module.qualname``) only when one
+    was given: the config of a run of the core is as before.
+    """
+    config = {
         "network": net.name, "dataset": settings.data.name, "targets": list(settings.targets),
         "trials": settings.trials, "seed": settings.seed,
         "predictor": settings.predictor.to_dict(),
         "train": _jsonable(settings.train_kwargs), "audit_rounds": settings.audit_rounds,
         "topologies": [[b.name, b.kind] for b in built],
     }
+    if settings.trainer is not None:
+        config["trainer"] = _trainer_name(settings.trainer)
+    return config
 
 
 def _job_description(net: Network, built: Sequence[BuiltTopology], settings: _Settings,
@@ -952,7 +1045,7 @@ def validate(
     X=None,
     y=None,
     dataset: str = "digits",
-    targets: Sequence[float] = (0.85, 0.9),
+    targets: Sequence[float] | None = None,
     trials: int = 5,
     seed: SeedLike = 0,
     predictor: GlobalIteratePredictor | None = None,
@@ -962,6 +1055,8 @@ def validate(
     progress: Progress | None = None,
     scheduler: str | None = None,
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS,
+    trainer: Trainer | None = None,
+    workload: Workload | None = None,
     **train_kwargs,
 ) -> ValidationResult:
     """Train over several topologies and compare predicted with measured training time.
@@ -987,8 +1082,9 @@ def validate(
     dataset : str, default "digits"
         ``"digits"`` (scikit-learn's, standardised), ``"fashion-mnist:DIR"``
         or ``"cifar10:DIR"`` (files the user has).
-    targets : sequence of float in (0, 1], default (0.85, 0.9)
-        Averaged test accuracies to time.
+    targets : sequence of float in (0, 1], optional
+        Averaged test accuracies to time.  Default: the workload's target, or
+        :data:`DEFAULT_TARGETS` (0.85 and 0.9) without one.
     trials : int, default 5
         Runs per topology.  Trial t trains with the same seed for every
         topology (same partition, initial model and minibatches: common random
@@ -1021,6 +1117,30 @@ def validate(
         ``exposed_stranger_pairs`` and ``stranger_mu_max`` (see
         :func:`topokit.privacy_audit`; each DP device with the noise
         multiplier it trained with); 0 skips the audit (NaN columns).
+    trainer : callable, optional
+        Your own training code instead of topokit's core (the default, None,
+        is :func:`topokit.training.train`).  Called once per topology and
+        trial as ``trainer(net, topology, rounds=T, seed=s, dp=config)``, it
+        returns the averaged test accuracy after each round: a list, tuple
+        or 1-D array of 1 to T numbers in [0, 1] (fewer than T when it
+        stops early).  ``net`` is the trial's network (with its class
+        counts), ``seed`` the trial's seed (the same for every topology),
+        ``config`` the :class:`~topokit.training.DPConfig` the core would use
+        for the topology's DP devices (None: no noise, which
+        :func:`~topokit.training.train` spells ``dp=False``).  With ``n_jobs``
+        other than 1 or a ``scheduler`` the trainer is sent to the workers,
+        so it must pickle (joblib and Dask use cloudpickle: a module-level
+        function, or a closure over picklable data); with ``n_jobs=1`` any
+        callable works.  See the Notes.
+    workload : Workload, optional
+        What the user trains (:class:`topokit.Workload`): its model, DP
+        config (epsilon and delta per round, clipping norm), rounds, batch
+        size, local steps and target are those of every run, and the
+        ``"optimize"`` spec designs for it (:func:`topokit.optimize`'s
+        ``workload``).  ``targets``, ``dp``, ``rounds``, ``batch_size``,
+        ``local_steps`` and ``model`` given as well must agree with it, or one
+        line says which to drop.  A model topokit does not train needs a
+        ``trainer``.  None (default): the options as given.
     **train_kwargs
         Passed to :func:`topokit.training.train` (``rounds=200``, ``lr=0.2``,
         ``lr_decay=0.99``, ``partition`` (skewness K), ``dp``, ``model``,
@@ -1036,7 +1156,10 @@ def validate(
     ------
     InvalidInputError
         An unknown topology spec, a target outside (0, 1], a bad number of
-        trials, an unknown training option, or a parts folder of another job.
+        trials, an unknown training option, or a parts folder of another job;
+        a ``trainer`` that cannot be called as above, raises, or returns
+        anything but 1 to ``rounds`` finite accuracies in [0, 1] (one line
+        naming the topology and trial).
     InvalidTopologyError
         A given Topology that breaks a DeepPrivacy rule on ``net``.
 
@@ -1059,12 +1182,90 @@ def validate(
     :class:`~topokit.design.TrainingTimePredictor`, else by the one topokit
     ships for the model (``load_predictor("mlp")`` for ``model="mlp"``,
     ``"default"`` otherwise).
+
+    A ``trainer``'s accuracies become a row of the runs table as a core
+    run's do: ``measured_rounds`` is the first round whose accuracy reaches
+    the target (NaN if none does), ``measured_time`` that times L,
+    ``rounds_run`` the number of accuracies, ``final_accuracy`` the last,
+    ``stop_rule`` ``"user trainer"``; the curves hold rounds 1, 2, ... (no
+    round 0).  The other columns describe the run the training options
+    configure, as for the core: the partition of ``partition`` and ``test``
+    (:func:`topokit.training.partition_class_counts`), the DP config's noise
+    for ``rounds``, ``batch_size``, ``local_steps``, ``lr`` and
+    ``lr_decay`` (``noise_variance``, the noise features, the stranger
+    audit), and ``dp_formal`` as the config says; they hold for the trainer
+    when it trains that way.  ``epsilon`` is NaN: topokit does not see the
+    trainer's noise.  A trainer's exception or bad return stops ``validate``
+    with one line naming the topology and trial; the output tables are
+    written only when every run is done (finished runs stay in
+    ``OUTPUT.parts/`` for a resumed call with a trainer of the same name).
+
+    A trainer around PyTorch code (a sketch, not run here; ``make_model``,
+    ``local_step``, ``accuracy`` and the data loaders are yours)::
+
+        import torch
+
+        def torch_trainer(net, topology, *, rounds, seed, dp):
+            torch.manual_seed(seed)
+            mixing = torch.as_tensor(topology.mixing_matrix(net.nodes), dtype=torch.float32)
+            models = [make_model() for _ in net.nodes]
+            noisy = [net.index[node] for node in topology.dp_devices] if dp else []
+            accuracies = []
+            for _ in range(rounds):
+                for i, model in enumerate(models):  # clip per example on DP devices
+                    local_step(model, train_loaders[i],
+                               max_grad_norm=dp.max_grad_norm if i in noisy else None)
+                with torch.no_grad():
+                    flat = torch.stack([torch.nn.utils.parameters_to_vector(m.parameters())
+                                        for m in models])
+                    for i in noisy:  # sigma: your noise for dp (see topokit.dp)
+                        flat[i] += sigma * torch.randn_like(flat[i])
+                    flat = mixing @ flat  # every device averages with its neighbours
+                    for model, row in zip(models, flat):
+                        torch.nn.utils.vector_to_parameters(row, model.parameters())
+                accuracies.append(sum(accuracy(m, test_loader) for m in models) / len(models))
+            return accuracies
+
+        result = topokit.validate(net, trainer=torch_trainer, X=X, y=y, rounds=100)
+
+    Examples
+    --------
+    A tiny trainer in numpy: every device's class centroids of its share of
+    the data, averaged over the topology each round.
+
+    >>> import numpy as np
+    >>> from topokit import load_example
+    >>> from topokit.training import load_digits
+    >>> X, y = load_digits()
+    >>> def gossip_centroids(net, topology, *, rounds, seed, dp):
+    ...     rows = np.random.default_rng(seed).permutation(len(y))
+    ...     test, parts = rows[:450], np.array_split(rows[450:], net.n_devices)
+    ...     onehot = np.eye(10)[y]
+    ...     sums = np.stack([onehot[p].T @ X[p] for p in parts])  # (devices, classes, features)
+    ...     counts = np.stack([onehot[p].sum(axis=0) for p in parts])
+    ...     mixing = topology.mixing_matrix(net.nodes)
+    ...     accuracies = []
+    ...     for _ in range(rounds):
+    ...         sums, counts = np.tensordot(mixing, sums, axes=1), mixing @ counts
+    ...         centroids = sums / np.maximum(counts, 1e-12)[:, :, None]
+    ...         distances = ((X[test, None, None] - centroids) ** 2).sum(axis=3)
+    ...         accuracies.append(float(np.mean(distances.argmin(axis=2) == y[test, None])))
+    ...     return accuracies
+    >>> result = validate(load_example("toy"), "ndlf,dlfdp", trainer=gossip_centroids,
+    ...                   trials=1, rounds=5, targets=[0.85], audit_rounds=0)
+    >>> result.frame[["topology", "measured_rounds", "rounds_run", "stop_rule"]]
+      topology  measured_rounds  rounds_run     stop_rule
+    0     ndlf              1.0           5  user trainer
+    1    dlfdp              1.0           5  user trainer
     """
+    workload = check_workload(workload)
+    targets, train_kwargs = _merge_workload(workload, targets, train_kwargs, trainer)
     settings = _check_inputs(net, topologies, X=X, y=y, dataset=dataset, targets=targets,
                              trials=trials, seed=seed, predictor=predictor, n_jobs=n_jobs,
                              output=output, train_kwargs=train_kwargs,
-                             audit_rounds=audit_rounds)
+                             audit_rounds=audit_rounds, trainer=trainer, workload=workload)
     scheduler = check_scheduler(scheduler)
+    _check_trainer_pickles(settings.trainer, settings.n_jobs, scheduler)
     built = _build_topologies(net, settings.specs, settings)
     config = _run_config(net, settings, built)
     pieces = _plan_pieces(net, built, settings)

@@ -77,7 +77,7 @@ keeps no rigorous protection beyond what the linear model suggests.
 **How it is computed.**  Per observer (observers in parallel threads):
 exposure from the subspace of noise-free functionals of s that the view
 determines (one application of W per round, see
-:func:`topokit.design._audit_kernels.revealed_leverage`); mu = 1/z_i for a
+:func:`topokit.audit._kernels.revealed_leverage`); mu = 1/z_i for a
 heard owner; for the other owners, the Fisher information a_i^T C^+ a_i of
 all of them at once, from a square-root factor of C built round by round
 (the generalised Schur algorithm; C itself is never formed) when T |N(k)| is
@@ -123,10 +123,14 @@ from scipy.special import log_ndtr
 from .._checks import check_choice, check_fits_in_memory, check_int, check_real
 from .._io import jsonable
 from ..errors import InvalidInputError, NodeNotFoundError
-from . import _audit_kernels as kernels
-from .network import Network, Topology, _brief
+from ..network.core import Network, Topology, _brief
+from . import _kernels as kernels
 
-__all__ = ["PrivacyAudit", "privacy_audit"]
+__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS"]
+
+#: The audit's models of what a device contributes: ``"gossip"`` (one private value,
+#: averaged) and ``"dsgd"`` (a bounded contribution every round, as in D-SGD training).
+AUDIT_MODELS = kernels.MODELS
 
 #: Bisection steps of the mu -> epsilon conversion (each halves the bracket).
 _BISECTION_STEPS = 200
@@ -158,11 +162,11 @@ class PrivacyAudit:
     delta : float or None
         The delta of :meth:`to_frame`'s and :meth:`summary`'s epsilon (None: no epsilon).
     observer_knows_own_noise : bool
-        Whether an observer used its own noise draws (see :mod:`topokit.design.audit`).
+        Whether an observer used its own noise draws (see :mod:`topokit.audit`).
     observers : tuple
         The audited observers.
     model : {"gossip", "dsgd"}
-        What a device's private value is (see :mod:`topokit.design.audit`).
+        What a device's private value is (see :mod:`topokit.audit`).
     mu_lower : ndarray of shape (n, n) or None
         D-SGD only: the privacy loss of one sequence of per-round changes (the
         same unit change every round), a lower bound of the exact loss, which
@@ -459,9 +463,9 @@ def _check_observers(net: Network, observers: Any) -> list[int]:
 
 def _problem(net: Network, topology: Topology, noise: NDArray, rounds: int,
              knows_own_noise: bool, model: str = "gossip") -> kernels.AuditProblem:
-    from .features import _adjacency
+    from ..network.quantities import adjacency_matrix
 
-    adjacency = _adjacency(net, topology)
+    adjacency = adjacency_matrix(net, topology)
     weights = sp.csr_array(topology.mixing_matrix(net.nodes))  # Lazy-Metropolis unless weighted
     neighbours = tuple(np.flatnonzero(row) for row in adjacency)
     return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise, model)
@@ -555,13 +559,13 @@ def privacy_audit(
         Whether the observer uses its own noise draws: True audits the
         participating device (the stronger adversary), False an eavesdropper
         on its incoming links (see the threat model in
-        :mod:`topokit.design.audit`).
+        :mod:`topokit.audit`).
     model : {"gossip", "dsgd"}, default "gossip"
         "gossip": the private value is the devices' starting point x^0 (it
         enters once; mu is exact).  "dsgd": it enters every round as a
         contribution (a gradient step) that may change by the sensitivity in
         each round; mu is an upper bound over all such changes, exact where
-        ``PrivacyAudit.tight`` (see :mod:`topokit.design.audit`).
+        ``PrivacyAudit.tight`` (see :mod:`topokit.audit`).
     n_jobs : int, default 1
         Threads over observers (-1: all cores).  BLAS is limited to one thread
         while the audit runs (threadpoolctl).
@@ -604,7 +608,7 @@ def privacy_audit(
     by 1 and C the covariance of its noise; inf when a_i leaves range(C).
     Exposure is decided on the subspace of noise-free functionals the view
     determines, with a documented numerical tolerance
-    (:data:`topokit.design._audit_kernels.LEVERAGE_TOL`): for long horizons
+    (:data:`topokit.audit._kernels.LEVERAGE_TOL`): for long horizons
     that subspace can keep growing through directions that shrink like the
     powers of W, and directions below 1e-8 of the unit scale are not counted.
 

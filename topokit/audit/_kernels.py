@@ -1,7 +1,7 @@
-"""The arithmetic of the network-privacy audit (:func:`topokit.design.audit.privacy_audit`).
+"""The arithmetic of the network-privacy audit (:func:`topokit.audit.privacy_audit`).
 
 One observer k at a time (the caller runs observers in threads).  Notation of
-:mod:`topokit.design.audit`: W the Lazy-Metropolis matrix, O = N(k) the
+:mod:`topokit.audit`: W the Lazy-Metropolis matrix, O = N(k) the
 devices k hears, U the others (k included), q_j = z_j^2 the noise variance of
 device j (0 for k itself when k knows its own draws), T the rounds.
 
@@ -537,7 +537,7 @@ def stranger_mu_max(
         True where two devices are social neighbours (those pairs are not strangers).
     rounds : int >= 1
     knows_own_noise, model
-        As in :func:`topokit.design.audit.privacy_audit`.
+        As in :func:`topokit.audit.privacy_audit`.
     weights : sparse (n, n), optional
         W; default the Lazy-Metropolis matrix of ``adjacency``.
 

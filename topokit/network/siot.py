@@ -48,17 +48,11 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from .._checks import (
-    check_connected,
-    check_fits_in_memory,
-    check_int,
-    check_positive,
-    check_real,
-)
+from .._checks import check_connected, check_fits_in_memory, check_int, check_positive, check_real
 from .._random import SeedLike, spawn_generators
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from . import physical
-from .network import Network
+from .core import Network
 
 __all__ = [
     "SIOT_COLUMNS",

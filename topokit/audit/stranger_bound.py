@@ -36,8 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ._audit_kernels import stranger_mu_max
-from .network import Network, Topology
+from ..network.core import Network, Topology
+from ._kernels import stranger_mu_max
 
 #: z* is raised by this relative margin so that a fresh audit at z* meets the bound strictly.
 _MARGIN = 1.0 + 1e-9
@@ -83,12 +83,12 @@ def required_noise(net: Network, topology: Topology, bound: StrangerBound) -> No
     z_0 when that already suffices.  The topology mixes with
     its own weights if it carries them.
     """
-    from .features import _adjacency
+    from ..network.quantities import adjacency_matrix
 
     dp = np.zeros(net.n_devices, dtype=bool)
     dp[[net.index[node] for node in topology.dp_devices]] = True
     weights = None if topology.weights is None else sp.csr_array(topology.mixing_matrix(net.nodes))
-    return required_noise_of_arrays(_adjacency(net, topology), dp, net.social_adjacency > 0,
+    return required_noise_of_arrays(adjacency_matrix(net, topology), dp, net.social_adjacency > 0,
                                     bound, weights=weights)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputFileNotFoundError, InvalidInputError
-from .network import Network, load_network
+from .core import Network
+from .formats import load_network
 
 __all__ = ["load_example", "list_examples", "data_dir"]
 

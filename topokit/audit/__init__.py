@@ -1,0 +1,18 @@
+"""What strangers learn through partial-DP gossip: the network-privacy audit.
+
+==========================  ============================================================
+module                      what it holds
+==========================  ============================================================
+:mod:`.core`                :func:`privacy_audit` -> :class:`PrivacyAudit`: the exact
+                            mu-GDP of every stranger pair, for gossip and for D-SGD
+:mod:`.stranger_bound`      the noise a topology's DP devices need so that no stranger
+                            pair exceeds a bound (what :func:`topokit.optimize` enforces)
+``._kernels``               the audit's arithmetic (one observer at a time)
+==========================  ============================================================
+"""
+
+from __future__ import annotations
+
+from .core import AUDIT_MODELS, PrivacyAudit, privacy_audit
+
+__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS"]

@@ -1,0 +1,102 @@
+"""``topokit probe``: the few topologies to train over to calibrate a predictor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .._checks import check_output_path
+from ..errors import InvalidInputError
+from ._common import (
+    ExampleOpt,
+    JsonOpt,
+    NetworkArg,
+    check_seed_option,
+    console,
+    handles_user_errors,
+    print_json,
+    resolve_network,
+)
+
+__all__ = ["probe_command", "INDEX_NAME", "NETWORK_NAME"]
+
+#: The index of the probes in the output folder, and the copy of the network beside them.
+INDEX_NAME = "index.csv"
+NETWORK_NAME = "network.json"
+
+
+def _check_folder(folder: Path) -> None:
+    """A folder the probes can be written to (missing folders are created)."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInputError(
+            f"--output: {folder} is a file; give a folder for the probes, e.g. probes/")
+    check_output_path(folder / INDEX_NAME, "--output")
+
+
+def _write_probes(folder: Path, net, probes: dict, index) -> None:
+    """The network, one topology JSON per probe and the index, all or none (atomically)."""
+    from .._io import atomic_paths
+    from ..network.formats import save_network
+
+    names = list(probes)
+    targets = [folder / NETWORK_NAME, folder / INDEX_NAME, *(folder / f"{n}.json" for n in names)]
+    with atomic_paths(*targets) as (network_temp, index_temp, *topology_temps):
+        save_network(net, network_temp)
+        index.to_csv(index_temp, index=False)
+        for name, temp in zip(names, topology_temps, strict=True):
+            temp.write_text(json.dumps(probes[name].to_dict(), indent=1) + "\n", encoding="utf-8")
+
+
+def _probe_table(index, folder: Path) -> Table:
+    table = Table(title=f"{len(index)} probe topologies in {escape(str(folder))}",
+                  caption="predicted: rounds to the target by the predictor being calibrated "
+                          "(inf: never reached)")
+    for column in ("probe", "file", "links", "DP devices", "predicted"):
+        table.add_column(column, justify="left" if column in ("probe", "file") else "right")
+    for row in index.itertuples():
+        table.add_row(escape(row.name), escape(row.topology), str(row.n_links),
+                      str(row.n_dp_devices), f"{row.predicted_rounds:.4g}")
+    return table
+
+
+@handles_user_errors
+def probe_command(
+    network: Path = NetworkArg,
+    example: str = ExampleOpt,
+    k: int = typer.Option(8, "-k", help="How many probe topologies (at least 2)."),
+    predictor: str = typer.Option(
+        "default", "--predictor",
+        help="The predictor to calibrate: 'default', 'mlp' or a predictor JSON file."),
+    seed: int = typer.Option(0, "--seed", help="Seed of optimize, ERG and random topologies."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder to write the probes to."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Choose k topologies whose training runs calibrate a predictor best.
+
+    NDLF, optimize's design and topologies spread over the predictor's
+    features.  Writes one topology JSON per probe, a copy of the network
+    (network.json) and index.csv listing them, all at once.  Train over each
+    probe with your own stack, add one row per run to a table (columns
+    network, topology, target, measured_rounds, horizon; index.csv gives the
+    first two) and refit with `topokit calibrate runs.csv --refit default`.
+    """
+    from ..validation.probes import probe_index, probe_topologies
+
+    check_seed_option(seed)
+    _check_folder(output)
+    net = resolve_network(network, example)
+    probes = probe_topologies(net, k, predictor=predictor, seed=seed)
+    index = probe_index(net, probes, predictor=predictor)
+    index.insert(1, "network", NETWORK_NAME)
+    index.insert(2, "topology", [f"{name}.json" for name in probes])
+    _write_probes(output, net, probes, index)
+    if as_json:
+        print_json({"output": str(output), "network": NETWORK_NAME, "index": INDEX_NAME,
+                    "probes": index.to_dict(orient="records")})
+        return
+    console.print(_probe_table(index, output))
+    console.print(f"wrote {len(probes)} topologies, {NETWORK_NAME} and {INDEX_NAME} to {output}")

@@ -1,0 +1,550 @@
+"""The file formats of networks and topologies.
+
+- :func:`load_network` / :func:`save_network`: networkx node-link JSON (and
+  GraphML) with node attributes ``compute_time`` and optional ``x``, ``y``
+  (metres) and ``class_counts``, and the delays as a graph attribute.
+- :func:`load_topology` / :func:`save_topology`: a topology's links, DP devices
+  and optional mixing weights as JSON (what ``topokit design -o`` writes).
+- :func:`load_noise_multipliers`: the per-device noise levels a design file records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from .._io import atomic_write_text, jsonable
+from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
+from . import physical
+from .core import (
+    _COUNT_EXAMPLE,
+    FORMAT_VERSION,
+    Network,
+    Topology,
+    _brief,
+    _check_class_counts,
+    _hashable,
+    _node_id,
+    _plain_node,
+)
+
+__all__ = ["load_network", "save_network", "load_topology", "save_topology",
+           "load_noise_multipliers", "network_to_graph", "graph_to_network"]
+
+
+def _delay_to_json(delay: NDArray[np.float64]) -> list[list[float | None]]:
+    # JSON has no inf: null marks a pair the physical network cannot connect.
+    return jsonable(delay)
+
+
+def _number(value: Any, what: str) -> float:
+    """``value`` as a float; a bool, null or text is refused, naming ``what``."""
+    if isinstance(value, bool) or value is None:
+        raise InputFileError(f"{what} must be a number; got {_brief(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise InputFileError(f"{what} is too large for a float (above 1.8e308)") from None
+    except (TypeError, ValueError):
+        raise InputFileError(f"{what} must be a number; got {_brief(value)}") from None
+
+
+def _finite(value: float, what: str, unit: str) -> float:
+    """``value`` if finite; JSON has no infinity, so an inf was a number too large for a float."""
+    if not np.isfinite(value):
+        raise InputFileError(
+            f"{what} is {value}: too large or not a number; give a finite number of {unit}"
+        )
+    return value
+
+
+def _delay_from_json(rows: Any, n: int) -> NDArray[np.float64]:
+    shape_ok = isinstance(rows, list) and len(rows) == n and all(
+        isinstance(row, list) and len(row) == n for row in rows
+    )
+    if not shape_ok:
+        raise InputFileError(
+            f"graph attribute 'delay' must be an {n} x {n} matrix (a list of {n} lists) of "
+            f"seconds, null for no link; got {_brief(rows)}"
+        )
+    flat = [x for row in rows for x in row]
+    # null is the one spelling of "no link"; anything else must be a finite number of
+    # seconds (JSON has no infinity: an inf here was a number too large for a float).
+    values = [np.inf if x is None else x if type(x) in (int, float)
+              else _number(x, f"delay[{k // n}][{k % n}]") for k, x in enumerate(flat)]
+    try:
+        matrix = np.array(values, dtype=np.float64).reshape(n, n)
+    except OverflowError:
+        matrix = np.array([_number(x, f"delay[{k // n}][{k % n}]") for k, x in enumerate(values)])
+    overflowed = ~np.isfinite(matrix) & np.array([x is not None for x in flat]).reshape(n, n)
+    if overflowed.any():
+        i, j = np.argwhere(overflowed)[0]
+        _finite(matrix[i, j], f"delay[{i}][{j}]", "seconds (null for a pair that cannot connect)")
+    return matrix
+
+
+def network_to_graph(net: Network) -> nx.Graph:
+    """The social graph annotated with everything :func:`save_network` stores.
+
+    Node ids and attributes are plain Python values (a numpy integer id
+    becomes the ``int`` it equals), so networkx's node-link data of the graph
+    is JSON.
+
+    Examples
+    --------
+    >>> import json
+    >>> social = nx.relabel_nodes(nx.path_graph(2), {0: np.int64(0), 1: np.int64(1)})
+    >>> graph = network_to_graph(Network(social, [1.0, 2.0], [[0, 1], [1, 0]]))
+    >>> [type(node).__name__ for node in graph]
+    ['int', 'int']
+    >>> _ = json.dumps(nx.node_link_data(graph, edges="edges"))
+    """
+    graph = nx.Graph()
+    graph.graph.update(
+        {
+            "topokit_format": FORMAT_VERSION,
+            "name": net.name,
+            "delay": _delay_to_json(net.delay),
+        }
+    )
+    if net.physical_model is not None:
+        graph.graph["physical_model"] = {key: _plain_value(value)
+                                         for key, value in net.physical_model.items()}
+    if net.topology is not None:
+        graph.graph["topology"] = net.topology.to_dict()
+    for i, node in enumerate(net.nodes):
+        attrs = {"compute_time": float(net.compute_time[i])}
+        if net.positions is not None:
+            attrs["x"], attrs["y"] = (float(c) for c in net.positions[i])
+        if net.class_counts is not None:
+            # Whole numbers (checked when the network was built): written as JSON integers.
+            attrs["class_counts"] = [int(c) for c in net.class_counts[i]]
+        graph.add_node(_plain_node(node), **attrs)
+    graph.add_edges_from((_plain_node(u), _plain_node(v)) for u, v in net.social.edges)
+    return graph
+
+
+def _plain_value(value: Any) -> Any:
+    """``value`` with numpy scalars made Python scalars (in lists too); ``inf`` kept."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(item) for item in value]
+    return value
+
+
+def _positions(graph: nx.Graph, nodes: list) -> list[list[float]] | None:
+    """Node attributes ``x``, ``y`` in metres: on every node, or on none (then None)."""
+    if not any("x" in graph.nodes[v] or "y" in graph.nodes[v] for v in nodes):
+        return None
+    positions = []
+    for node in nodes:
+        attributes = graph.nodes[node]
+        missing = [key for key in ("x", "y") if key not in attributes]
+        if missing:
+            raise InputFileError(
+                f"node {node!r} has no {missing[0]!r} while other nodes have positions; give "
+                "'x' and 'y' (metres) for every node or for none"
+            )
+        positions.append([
+            _finite(_number(attributes[key], f"node {node!r}: {key!r}"), f"node {node!r}: {key!r}",
+                    "metres")
+            for key in ("x", "y")
+        ])
+    return positions
+
+
+def _class_counts(graph: nx.Graph, nodes: list) -> NDArray[np.float64] | None:
+    """Node attribute ``class_counts``: on every node, or on none (then None).
+
+    The values are checked here, so that a file's error is an
+    :class:`InputFileError` naming the node.
+    """
+    present = [node for node in nodes if "class_counts" in graph.nodes[node]]
+    if not present:
+        return None
+    if len(present) < len(nodes):
+        missing = next(node for node in nodes if "class_counts" not in graph.nodes[node])
+        raise InputFileError(
+            f"node {missing!r} has no 'class_counts' while other nodes have them; give "
+            f"'class_counts' ({_COUNT_EXAMPLE}) for every node or for none"
+        )
+    rows = [graph.nodes[node]["class_counts"] for node in nodes]
+    try:
+        return _check_class_counts(rows, len(nodes), nodes=nodes, integral=True)
+    except InvalidInputError as exc:
+        raise InputFileError(str(exc)) from None
+
+
+_PHYSICAL_KEYS = ("model_size_mb", "lte", "wifi_range_m", "max_range_m")
+
+
+def _physical_model(model: Any) -> dict[str, Any]:
+    """The graph attribute ``physical_model``: a mapping of :data:`_PHYSICAL_KEYS`."""
+    if model is None:
+        return {}
+    if not isinstance(model, Mapping):
+        raise InputFileError(
+            f"graph attribute 'physical_model' must be an object with keys "
+            f"{', '.join(_PHYSICAL_KEYS)}; got {_brief(model)}"
+        )
+    unknown = [key for key in model if key not in _PHYSICAL_KEYS]
+    if unknown:
+        raise InputFileError(
+            f"physical_model has an unknown key {unknown[0]!r}; known keys: "
+            f"{', '.join(_PHYSICAL_KEYS)}"
+        )
+    return dict(model)
+
+
+def _delays_from_positions(positions: list[list[float]], model: Any) -> NDArray[np.float64]:
+    """The delays of the paper's physical model at ``positions`` (no delay matrix in the file)."""
+    settings = _physical_model(model)
+    max_range = settings.get("max_range_m")
+    try:
+        return physical.pairwise_delays(
+            np.array(positions),
+            model_size_mb=_number(settings.get("model_size_mb", physical.REFERENCE_MODEL_MB),
+                                  "physical_model.model_size_mb"),
+            lte=settings.get("lte", "cat-m1"),
+            wifi_range_m=_number(settings.get("wifi_range_m", physical.WIFI_RANGE_M),
+                                 "physical_model.wifi_range_m"),
+            max_range_m=None if max_range is None else _number(max_range,
+                                                               "physical_model.max_range_m"),
+        )
+    except InputFileError:
+        raise
+    except InvalidInputError as exc:
+        raise InputFileError(f"physical_model: {exc}") from None
+
+
+def _social_graph(graph: nx.Graph, nodes: list) -> nx.Graph:
+    social = nx.Graph()
+    social.add_nodes_from(nodes)
+    social.add_edges_from(graph.edges)
+    return social
+
+
+def _network_of(graph: nx.Graph) -> Network:
+    """The Network a graph annotated by :func:`network_to_graph` describes."""
+    nodes = list(graph)
+    if not nodes:
+        raise InputFileError("the social graph has no nodes")
+    missing = [node for node in nodes if "compute_time" not in graph.nodes[node]]
+    if missing:
+        raise InputFileError(
+            f"node {missing[0]!r} has no 'compute_time' attribute "
+            "(seconds per training round, or a device class such as 'rpi3')"
+        )
+    compute = {node: graph.nodes[node]["compute_time"] for node in nodes}
+    positions = _positions(graph, nodes)
+    class_counts = _class_counts(graph, nodes)
+    meta = graph.graph
+    topology = Topology.from_dict(meta["topology"]) if meta.get("topology") else None
+    model = meta.get("physical_model")
+    if meta.get("delay") is not None:
+        delay = _delay_from_json(meta["delay"], len(nodes))
+        _physical_model(model)
+    elif positions is not None:
+        delay = _delays_from_positions(positions, model)
+    else:
+        raise InputFileError(
+            "no delays: give node attributes 'x', 'y' (metres) or a graph attribute "
+            "'delay' (n x n seconds)"
+        )
+    return Network(
+        _social_graph(graph, nodes), compute, delay, positions=positions, topology=topology,
+        name=meta.get("name"), physical_model=model, class_counts=class_counts,
+    )
+
+
+def graph_to_network(graph: nx.Graph, *, source: str = "graph") -> Network:
+    """Inverse of :func:`network_to_graph`: read the annotations back.
+
+    Every error names ``source`` (the file) first.
+    """
+    try:
+        return _network_of(graph)
+    except InvalidInputError as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFileError(
+            f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path}: not a UTF-8 text file") from None
+
+
+def _existing(path: str | Path) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise InputFileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise InputFileError(
+            f"{path} is a directory; expected a network file (.json or .graphml)"
+        )
+    return path
+
+
+def load_network(path: str | Path) -> Network:
+    """Read a network from node-link JSON (``.json``) or GraphML (``.graphml``).
+
+    The JSON is networkx's node-link format (``networkx.node_link_data``) with
+    node attributes ``compute_time`` and optionally ``x``, ``y`` (metres) and
+    ``class_counts`` (the device's training rows per class, e.g.
+    ``[12, 0, 3]``: on every node or on none, one count per class on each);
+    the graph attribute ``delay`` (an n x n matrix, ``null`` for no link) or,
+    when it is absent, the positions and ``physical_model`` give the delays.
+    An optional graph attribute ``topology`` stores a topology.  GraphML keeps
+    the structured graph attributes and ``class_counts`` as JSON strings.
+    """
+    path = _existing(path)
+    if path.suffix.lower() == ".graphml":
+        try:
+            graph = nx.read_graphml(path)
+        except Exception as exc:  # networkx raises several parser errors
+            raise InputFileError(f"{path}: not a readable GraphML file: {exc}") from None
+        for key in ("delay", "topology", "physical_model"):
+            if isinstance(graph.graph.get(key), str):
+                try:
+                    graph.graph[key] = json.loads(graph.graph[key])
+                except json.JSONDecodeError:
+                    raise InputFileError(f"{path}: graph attribute {key!r} is not JSON") from None
+        _decode_graphml_counts(graph, path)
+        return graph_to_network(graph, source=str(path))
+    return graph_to_network(_node_link_graph(_read_json(path), path), source=str(path))
+
+
+def _decode_graphml_counts(graph: nx.Graph, path: Path) -> None:
+    """GraphML has no list attributes: ``class_counts`` is a JSON string there."""
+    for node, attributes in graph.nodes(data=True):
+        if isinstance(attributes.get("class_counts"), str):
+            try:
+                attributes["class_counts"] = json.loads(attributes["class_counts"])
+            except json.JSONDecodeError:
+                raise InputFileError(
+                    f"{path}: node {node!r}: 'class_counts' is not JSON; expected "
+                    f"{_COUNT_EXAMPLE}"
+                ) from None
+
+
+def _node_link_records(data: Any, path: Path) -> str:
+    """Check the structure of node-link data before networkx reads it; return the edges key.
+
+    networkx assumes well-formed records; a list where an object belongs would
+    end in a TypeError deep inside it.  Node ids written as lists are turned
+    back into tuples (JSON has no tuples).
+    """
+    if not isinstance(data, dict) or "nodes" not in data:
+        raise InputFileError(
+            f"{path}: expected networkx node-link JSON (an object with 'nodes' and 'edges')"
+        )
+    edges_key = "edges" if "edges" in data else "links"
+    nodes, edges = data["nodes"], data.get(edges_key, [])
+    if not isinstance(nodes, list) or not all(isinstance(r, dict) for r in nodes):
+        raise InputFileError(
+            f"{path}: 'nodes' must be a list of objects such as "
+            f'{{"id": "A", "compute_time": 312}}; got {_brief(nodes)}'
+        )
+    if not nodes:
+        raise InputFileError(f"{path}: 'nodes' is empty; the social graph has no nodes")
+    if not isinstance(edges, list) or not all(isinstance(r, dict) for r in edges):
+        raise InputFileError(
+            f"{path}: '{edges_key}' must be a list of objects such as "
+            f'{{"source": "A", "target": "B"}} ([u, v] pairs are the format of topology files); '
+            f"got {_brief(edges)}"
+        )
+    ids = _node_ids(nodes, path)
+    for k, record in enumerate(edges):
+        for end in ("source", "target"):
+            if end not in record:
+                raise InputFileError(
+                    f"{path}: edge {k} {_brief(record)} has no {end!r}; every edge needs "
+                    "'source' and 'target'"
+                )
+            record[end] = _hashable(record[end])
+            try:
+                _node_id(record[end], f"edge {k}")
+            except InvalidInputError as exc:
+                raise InputFileError(f"{path}: {exc}") from None
+            if record[end] not in ids:
+                raise InputFileError(
+                    f"{path}: edge {k} joins {record['source']!r} and "
+                    f"{record.get('target')!r}, but {record[end]!r} is not in 'nodes'"
+                )
+    return edges_key
+
+
+def _node_ids(nodes: list[dict], path: Path) -> set:
+    """The ids of the node records (made hashable in place); missing or repeated ids refused."""
+    ids: set = set()
+    for k, record in enumerate(nodes):
+        if record.get("id") is None:
+            raise InputFileError(f"{path}: node {k} {_brief(record)} has no 'id'")
+        record["id"] = _hashable(record["id"])
+        try:
+            node = _node_id(record["id"], f"node {k}")
+        except InvalidInputError as exc:
+            raise InputFileError(f"{path}: {exc}") from None
+        if node in ids:
+            raise InputFileError(
+                f"{path}: node id {node!r} appears twice in 'nodes'; every device needs its "
+                "own id (the later record would silently replace the first)"
+            )
+        ids.add(node)
+    return ids
+
+
+def _node_link_graph(data: Any, path: Path) -> nx.Graph:
+    """The undirected simple graph of node-link ``data`` (structure checked first)."""
+    edges_key = _node_link_records(data, path)
+    # networkx would read a file without these keys as a multigraph.
+    data.setdefault("directed", False)
+    data.setdefault("multigraph", False)
+    try:
+        graph = nx.node_link_graph(data, edges=edges_key)
+    except (KeyError, TypeError, ValueError, nx.NetworkXError) as exc:
+        raise InputFileError(f"{path}: not valid node-link data: {exc}") from None
+    if graph.is_directed() or graph.is_multigraph():
+        raise InputFileError(f"{path}: the social graph must be undirected and simple")
+    return graph
+
+
+def save_network(net: Network, path: str | Path) -> Path:
+    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; round-trips exactly."""
+    path = Path(path)
+    graph = network_to_graph(net)
+    if path.suffix.lower() == ".graphml":
+        for key in ("delay", "topology", "physical_model"):
+            if key in graph.graph:
+                graph.graph[key] = json.dumps(graph.graph[key])
+        for _, attributes in graph.nodes(data=True):
+            if "class_counts" in attributes:
+                attributes["class_counts"] = json.dumps(attributes["class_counts"])
+        graph.graph = {k: v for k, v in graph.graph.items() if v is not None}
+        text = "\n".join(nx.generate_graphml(graph))
+        return atomic_write_text(path, text + "\n")
+    data = nx.node_link_data(graph, edges="edges")
+    return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read a topology: a JSON object ``{"edges": [[u, v], ...], "dp_devices": [...]}``.
+
+    A design file written by ``topokit design -o`` (with a ``"topology"`` key)
+    is accepted too.
+    """
+    path = _existing(path)
+    data = _read_json(path)
+    if isinstance(data, dict) and "topology" in data and "edges" not in data:
+        data = data["topology"]
+    try:
+        return Topology.from_dict(data)
+    except InvalidInputError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
+
+
+def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, float] | None:
+    """The per-device noise multipliers a design file records, keyed by ``net``'s devices.
+
+    :func:`topokit.optimize` under ``max_stranger_mu`` chooses each DP device's
+    own level (``stats["stranger_bound"]["noise_multipliers"]``); a design file
+    written by ``topokit design -o`` stores them with JSON's string keys.  This
+    maps them back to the network's node ids, for
+    ``DPConfig(noise_multiplier=...)`` and ``privacy_audit(noise_multiplier=...)``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A design JSON (``topokit design -o``).
+    net : Network
+        The network it was designed for.
+
+    Returns
+    -------
+    dict or None
+        device -> z; None when the file records no per-device levels (a design
+        not made under a stranger bound, or a plain topology file).
+
+    Raises
+    ------
+    InputFileError
+        The file is neither a design nor a topology, a level is not a finite
+        number >= 0, or a recorded device is not in ``net`` (or two of
+        ``net``'s devices print the same, so a key is ambiguous).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from topokit import load_example
+    >>> net = load_example("toy")
+    >>> design = {"topology": {"edges": [["A", "B"]], "dp_devices": ["A", "B"]},
+    ...           "stats": {"stranger_bound": {"noise_multipliers": {"A": 4.0, "B": 3.5}}}}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "design.json"
+    ...     _ = path.write_text(json.dumps(design))
+    ...     load_noise_multipliers(path, net)
+    {'A': 4.0, 'B': 3.5}
+    """
+    path = _existing(path)
+    data = _read_json(path)
+    if isinstance(data, dict) and "edges" in data and "topology" not in data:
+        return None  # a plain topology file: no levels recorded
+    if not (isinstance(data, dict) and "topology" in data):
+        raise InputFileError(f"{path}: not a design or topology file (no \"topology\" or "
+                             "\"edges\" key); write one with topokit design -o")
+    stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
+    bound = stats.get("stranger_bound") if isinstance(stats.get("stranger_bound"), dict) else {}
+    levels = bound.get("noise_multipliers")
+    if levels is None:
+        return None
+    by_text: dict[str, Hashable] = {}
+    for node in net.nodes:
+        if str(node) in by_text:
+            raise InputFileError(f"{path}: devices {by_text[str(node)]!r} and {node!r} of "
+                                 "the network print the same; the design's keys are ambiguous")
+        by_text[str(node)] = node
+    out = {}
+    for key, value in levels.items():
+        if key not in by_text:
+            raise InputFileError(f"{path}: the design's noise levels name device {key!r}, "
+                                 "which is not in the network; give the network it was "
+                                 "designed for")
+        level = _finite_non_negative(value)
+        if level is None:
+            shown = f"{value!r}" if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+            raise InputFileError(f"{path}: noise level of {key!r} must be a finite number >= 0; "
+                                 f"got {shown}")
+        out[by_text[key]] = level
+    return out
+
+
+def _finite_non_negative(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number >= 0 (a JSON int or float), else None.
+
+    >>> _finite_non_negative(2), _finite_non_negative(10**400), _finite_non_negative(True)
+    (2.0, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        level = float(value)
+    except OverflowError:  # an integer beyond a float's range
+        return None
+    return level if np.isfinite(level) and level >= 0 else None
+
+
+def save_topology(topology: Topology, path: str | Path) -> Path:
+    """Write ``topology`` atomically as JSON."""
+    return atomic_write_text(path, json.dumps(topology.to_dict(), indent=1) + "\n")
