@@ -128,7 +128,7 @@ def timed(function, *args, repeats: int = 1, **kwargs):
 
 
 # ---------------------------------------------------------------------------------------------
-# Pure helpers of the scale part (tested in tests/test_bench_autotag_helpers.py)
+# Pure helpers of the scale part (tested in tests/package/test_bench_autotag_helpers.py)
 # ---------------------------------------------------------------------------------------------
 
 def relative_gap(value: float, exact: float) -> float:

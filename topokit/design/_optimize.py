@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -135,7 +135,7 @@ from .time_predictor import (
 )
 from .workload import Workload, check_workload
 
-__all__ = ["optimize", "default_mixing", "check_ndlf_margin"]
+__all__ = ["optimize", "default_mixing", "check_ndlf_margin", "OptimizeOptions"]
 
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")
@@ -462,7 +462,8 @@ def _objective(net: Network, model: Any, class_counts: ArrayLike | None,
                bound: StrangerBound | None = None) -> _Objective:
     if class_counts is None:
         class_counts = getattr(net, "class_counts", None)
-    counts = None if class_counts is None else check_class_counts(class_counts, net.n_devices)
+    counts = (None if class_counts is None
+              else check_class_counts(class_counts, net.n_devices, nodes=net.nodes))
     settings = (FeatureSettings() if isinstance(model, GlobalIteratePredictor)
                 else model.feature_settings)
     return _Objective(net=net, predictor=model, class_counts=counts,
@@ -698,12 +699,8 @@ def optimize(
     ...               noise_multiplier=levels).summary()["stranger_mu_max"] <= 0.2 + 1e-12
     True
     """
-    design, _ = optimize_with_references(
-        net, predictor=predictor, class_counts=class_counts, seed=seed, n_jobs=n_jobs,
-        n_starts=n_starts, max_evaluations=max_evaluations, trust_region=trust_region,
-        progress=progress, max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
-        mixing=mixing, audit_model=audit_model, per_device_noise=per_device_noise,
-        ndlf_margin=ndlf_margin, workload=workload)
+    options = {name: value for name, value in locals().items() if name != "net"}
+    design, _ = optimize_with_references(net, **options)
     return design
 
 
@@ -711,58 +708,94 @@ def optimize_with_references(net: Network, **options: Any) -> tuple[Design, dict
     """:func:`optimize`, and the reference designs it started from (name -> Topology).
 
     For reports that show the design next to NDLF, DLFDP, ERG and AutoTag
-    (``topokit design``) without building them twice.
+    (``topokit design``) without building them twice.  ``options`` are
+    :func:`optimize`'s keywords (:class:`OptimizeOptions`).
     """
     from threadpoolctl import threadpool_limits
 
+    checked = OptimizeOptions.of(options)
     # The search factorises thousands of small matrices: multithreaded BLAS only adds
     # overhead there (and contention with the searches' own threads).
     with threadpool_limits(limits=1, user_api="blas"):
-        return _optimize(net, **options)
+        return _optimize(net, checked)
 
 
-def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | None = None,
-              seed: SeedLike = None, n_jobs: int = 1, n_starts: int = 3,
-              max_evaluations: int | None = None, trust_region: bool = True,
-              progress: Callable[[int, int], Any] | None = None,
-              max_stranger_mu: float | None = None,
-              audit_rounds: int = DEFAULT_AUDIT_ROUNDS, mixing: str | None = None,
-              audit_model: str = "gossip", per_device_noise: bool = True,
-              ndlf_margin: float | None = None, workload: Workload | None = None):
-    _check_options(net, n_starts, max_evaluations, trust_region, progress)
-    workload = check_workload(workload)
-    ndlf_margin = None if ndlf_margin is None else check_ndlf_margin(ndlf_margin)
-    if not isinstance(per_device_noise, (bool, np.bool_)):
-        raise InvalidInputError(
-            f"per_device_noise must be True or False; got {per_device_noise!r}")
-    if mixing is not None:
-        mixing = check_choice(mixing, "mixing", MIXING)
-    workers = worker_count(n_jobs)
-    model, description = _resolve_predictor(predictor)
-    paper = isinstance(model, GlobalIteratePredictor)
-    if mixing is None:
-        mixing = default_mixing(model)
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """The keywords of :func:`optimize`, declared once (their meaning is in its docstring).
+
+    :func:`optimize` and :func:`optimize_with_references` build one with
+    :meth:`of`; the search reads its fields.
+    """
+
+    predictor: Any = None
+    class_counts: ArrayLike | None = None
+    seed: SeedLike = None
+    n_jobs: int = 1
+    n_starts: int = 3
+    max_evaluations: int | None = None
+    trust_region: bool = True
+    progress: Callable[[int, int], Any] | None = None
+    max_stranger_mu: float | None = None
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS
+    mixing: str | None = None
+    audit_model: str = "gossip"
+    per_device_noise: bool = True
+    ndlf_margin: float | None = None
+    workload: Workload | None = None
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "workload", check_workload(self.workload))
+        if self.ndlf_margin is not None:
+            set_(self, "ndlf_margin", check_ndlf_margin(self.ndlf_margin))
+        if not isinstance(self.per_device_noise, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"per_device_noise must be True or False; got {self.per_device_noise!r}")
+        if self.mixing is not None:
+            set_(self, "mixing", check_choice(self.mixing, "mixing", MIXING))
+
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> OptimizeOptions:
+        """The options of ``options`` (keyword -> value); an unknown keyword is one line."""
+        known = [f.name for f in fields(cls)]
+        unknown = [name for name in options if name not in known]
+        if unknown:
+            raise InvalidInputError(f"optimize has no option {unknown[0]!r}; its options are "
+                                    f"{', '.join(known)}")
+        return cls(**options)
+
+
+def _optimize(net: Network, options: OptimizeOptions):
+    _check_options(net, options.n_starts, options.max_evaluations, options.trust_region,
+                   options.progress)
+    workers = worker_count(options.n_jobs)
+    model, description = _resolve_predictor(options.predictor)
+    mixing = options.mixing if options.mixing is not None else default_mixing(model)
+    ndlf_margin = options.ndlf_margin
     if ndlf_margin is None:
-        ndlf_margin = 1.0 if paper else DEFAULT_NDLF_MARGINS[mixing]
-    objective = _objective(net, model, class_counts,
-                           _stranger_bound(model, max_stranger_mu, audit_rounds, audit_model))
+        ndlf_margin = 1.0 if isinstance(model, GlobalIteratePredictor) \
+            else DEFAULT_NDLF_MARGINS[mixing]
+    objective = _objective(net, model, options.class_counts,
+                           _stranger_bound(model, options.max_stranger_mu, options.audit_rounds,
+                                           options.audit_model))
     started = time.perf_counter()
-    base_seed = int_seed(seed)
+    base_seed = int_seed(options.seed)
     starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers,
                                 bounded=objective.bound is not None)
     ranked = _ranked_starts(objective, starts)
     if not ranked:
         raise InvalidInputError(
-            f"no design meets max_stranger_mu={max_stranger_mu}: every start, NDLF with every "
-            "device DP included, leaves a stranger pair exposed to the gossip over "
-            f"{audit_rounds} rounds; audit one with topokit.privacy_audit to see which")
+            f"no design meets max_stranger_mu={options.max_stranger_mu}: every start, NDLF "
+            "with every device DP included, leaves a stranger pair exposed to the gossip over "
+            f"{options.audit_rounds} rounds; audit one with topokit.privacy_audit to see which")
     scores = dict(ranked)
-    bound = (_bound(_reference_scores(objective, scores, starts)) if trust_region
+    bound = (_bound(_reference_scores(objective, scores, starts)) if options.trust_region
              else np.full(len(ranked[0][1].features), np.inf))
-    chosen = ranked[:n_starts]
-    budget = _budget(max_evaluations, net.n_devices)
+    chosen = ranked[:options.n_starts]
+    budget = _budget(options.max_evaluations, net.n_devices)
     results = _run_searches(objective, bound, chosen, starts, base_seed, budget, workers,
-                            progress)
+                            options.progress)
     best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
     stats = _stats(scores, chosen, results, best, started)
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
@@ -787,9 +820,10 @@ def _optimize(net: Network, *, predictor: Any = None, class_counts: ArrayLike | 
         stats["stranger_bound"] = _bound_stats(objective, score.noise, results, starts, scores,
                                                extra_audits=weightings)
         score = _refined_noise(objective, bound, topology, score, stats["stranger_bound"],
-                               per_device_noise)
-    if workload is not None:
-        stats["workload"] = _workload_record(net, model, topology, workload, class_counts)
+                               options.per_device_noise)
+    if options.workload is not None:
+        stats["workload"] = _workload_record(net, model, topology, options.workload,
+                                             options.class_counts)
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)

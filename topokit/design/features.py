@@ -42,6 +42,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
@@ -263,10 +264,13 @@ class _Spectrum(NamedTuple):
     connected: bool  # every non-consensus mode decays: |lambda_k| < 1
 
 
-def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.float64]:
+def check_class_counts(class_counts: ArrayLike, n_devices: int, *,
+                       nodes: Sequence[Hashable] | None = None) -> NDArray[np.float64]:
     """Class counts of shape (n_devices, n_classes), non-negative, finite, no empty row.
 
-    Rows are devices in node order (``net.nodes``), columns classes.  Counts
+    Rows are devices in node order (``net.nodes``), columns classes; with
+    ``nodes`` (the network's node ids) a mapping node -> counts is accepted too,
+    and an unknown or missing node is named.  Counts
     need not be whole numbers here (proportions work too); a
     :class:`~topokit.network.Network`'s ``class_counts`` must be, and
     are checked when it is built.
@@ -286,8 +290,12 @@ def check_class_counts(class_counts: ArrayLike, n_devices: int) -> NDArray[np.fl
     --------
     >>> check_class_counts([[3, 1], [0, 2]], 2).sum(axis=1)
     array([4., 2.])
+    >>> check_class_counts({"A": [3, 1], "B": [0, 2]}, 2, nodes=["A", "B"]).shape
+    (2, 2)
     """
-    return _check_class_counts(class_counts, n_devices)
+    # Rows keep their row-numbered messages; only a mapping needs the node ids.
+    return _check_class_counts(class_counts, n_devices,
+                               nodes=nodes if isinstance(class_counts, Mapping) else None)
 
 
 def _spectrum(weights: NDArray[np.float64]) -> _Spectrum:
@@ -523,7 +531,7 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
     topology.validate(net)
     # The network's counts were checked when it was built.
     counts = (net.class_counts if class_counts is None
-              else check_class_counts(class_counts, net.n_devices))
+              else check_class_counts(class_counts, net.n_devices, nodes=net.nodes))
     return features_of_topology(net, topology, counts, settings)
 
 

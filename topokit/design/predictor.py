@@ -15,6 +15,7 @@ that uses eq. (15) until it is fitted on measured runs, and persists as JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ __all__ = ["GlobalIteratePredictor", "PAPER_COEFFICIENTS", "PAPER_INTERCEPT", "F
 PAPER_COEFFICIENTS = {"hitting_time": 0.3165, "phi": 121.6365}
 PAPER_INTERCEPT = 18.6251
 FEATURES = ("hitting_time", "phi", "noise_variance")
+#: The newest file format :meth:`GlobalIteratePredictor.from_dict` reads (``to_dict`` writes 1).
+_FORMAT_VERSION = 1
 
 
 class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
@@ -154,6 +157,7 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
                 "not a topokit predictor: expected a JSON object with kind "
                 "'topokit.GlobalIteratePredictor' (written by topokit calibrate)"
             )
+        _check_file_version(data, _FORMAT_VERSION)
         predictor = cls(**_predictor_params(data.get("params", {})))
         if predictor.use_noise_variance and not data.get("fitted"):
             raise InputFileError(
@@ -197,6 +201,42 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
             return cls.from_dict(data)
         except InvalidInputError as exc:
             raise InputFileError(f"{path}: {exc}") from None
+
+
+def _check_file_version(data: Mapping[str, Any], newest: int) -> None:
+    """A predictor file's ``"version"``: absent, or a format this topokit reads.
+
+    A file of a later format may hold what this version would misread; it is
+    refused, naming the version, rather than read as if it were current.
+
+    Raises
+    ------
+    InputFileError
+        The version is not a whole number >= 1, or is newer than ``newest``.
+
+    Examples
+    --------
+    >>> _check_file_version({"version": 1}, 1)
+    >>> _check_file_version({"version": 2}, 1)
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InputFileError: this predictor file is in format version 2, but topokit ...
+    """
+    version = data.get("version")
+    if version is None:
+        return
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InputFileError(
+            f"a predictor's 'version' must be a whole number >= 1 (its file format; this "
+            f"topokit writes {newest}); got {version!r}"
+        )
+    if version > newest:
+        from .._version import __version__
+
+        raise InputFileError(
+            f"this predictor file is in format version {version}, but topokit {__version__} "
+            f"reads versions up to {newest}; upgrade topokit (pip install -U topokit)"
+        )
 
 
 def _predictor_params(params: Any) -> dict[str, bool]:

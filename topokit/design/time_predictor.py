@@ -54,9 +54,9 @@ from .._checks import check_real
 from .._io import atomic_write_text
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
-from ..network.core import Network, Topology
+from ..network.core import Network, Topology, _brief
 from .features import FeatureSettings, TopologyFeatures, topology_features
-from .predictor import GlobalIteratePredictor
+from .predictor import GlobalIteratePredictor, _check_file_version
 from .workload import _REL_TOL, Workload, check_workload
 
 __all__ = [
@@ -511,14 +511,23 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         """A predictor from :meth:`to_dict`; :class:`InputFileError` on anything else."""
         if not isinstance(data, Mapping) or data.get("kind") != KIND:
             raise InputFileError(f"not a topokit training-time predictor: expected kind {KIND!r}")
+        _check_file_version(data, _FORMAT_VERSION)
         try:
             features = _check_features(data["features"])
             settings = FeatureSettings.from_dict(dict(data["settings"]))
             params = data["params"]
-            predictor = cls(features=features, settings=settings, C=float(params["C"]),
-                            horizon=float(params["horizon"]))
+            predictor = cls(features=features, settings=settings,
+                            C=_fitted_number(params["C"], "params.C", positive=True),
+                            horizon=_fitted_number(params["horizon"], "params.horizon",
+                                                   positive=True))
             _restore_model(predictor, data["model"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except InputFileError:
+            raise
+        except KeyError as exc:
+            raise InputFileError(
+                f"not a predictor of this topokit's format: it has no {exc.args[0]!r}"
+            ) from None
+        except (TypeError, ValueError) as exc:
             raise InputFileError(
                 f"not a predictor of this topokit's feature set or format: {exc}"
             ) from None
@@ -537,24 +546,63 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
 
 
 def _restore_model(predictor: TrainingTimePredictor, model: Mapping[str, Any]) -> None:
+    """The fitted attributes of a predictor file, each checked: a NaN intercept or a spread
+    <= 0 would otherwise predict NaN or nonsense without a word."""
     width = len(predictor.features)
     arrays = {}
     for name in ("mean", "scale", "reach_coef", "rounds_coef"):
-        values = np.asarray(model[name], dtype=np.float64)
+        try:
+            values = np.asarray(model[name], dtype=np.float64)
+        except (TypeError, ValueError):  # text or nested lists
+            values = np.full(0, np.nan)
         if values.shape != (width,) or not np.all(np.isfinite(values)):
-            raise ValueError(f"model.{name} must hold {width} finite numbers, one per feature")
+            raise InputFileError(f"model.{name} must hold {width} finite numbers, one per "
+                                 f"feature; got {_brief(model[name])}{_REFIT}")
         arrays[name] = values
-    if (arrays["reach_coef"] < 0).any() or (arrays["rounds_coef"] < 0).any() \
-            or (arrays["scale"] <= 0).any():
-        raise ValueError("coefficients must be >= 0 and scales > 0")
+    for name in ("reach_coef", "rounds_coef"):
+        if (arrays[name] < 0).any():
+            raise InputFileError(f"model.{name} must be >= 0 (the models are monotone in "
+                                 f"every feature); got {arrays[name].min():g}{_REFIT}")
+    if (arrays["scale"] <= 0).any():
+        raise InputFileError(f"model.scale must be > 0; got {arrays['scale'].min():g}{_REFIT}")
     predictor.mean_, predictor.scale_ = arrays["mean"], arrays["scale"]
     predictor.reach_coef_, predictor.rounds_coef_ = arrays["reach_coef"], arrays["rounds_coef"]
-    predictor.reach_intercept_ = float(model["reach_intercept"])
-    predictor.rounds_intercept_ = float(model["rounds_intercept"])
-    predictor.rounds_sigma_ = float(model["rounds_sigma"])
-    predictor.n_samples_fit_ = int(model["n_samples_fit"])
-    predictor.n_never_fit_ = int(model["n_never_fit"])
+    predictor.reach_intercept_ = _fitted_number(model["reach_intercept"],
+                                                "model.reach_intercept")
+    predictor.rounds_intercept_ = _fitted_number(model["rounds_intercept"],
+                                                 "model.rounds_intercept")
+    predictor.rounds_sigma_ = _fitted_number(model["rounds_sigma"], "model.rounds_sigma",
+                                             positive=True)
+    predictor.n_samples_fit_ = _fitted_count(model["n_samples_fit"], "model.n_samples_fit")
+    predictor.n_never_fit_ = _fitted_count(model["n_never_fit"], "model.n_never_fit")
     predictor.n_features_in_ = width
+
+
+#: How to fix a predictor file whose fitted values are broken.
+_REFIT = "; refit it (topokit calibrate --refit) or use a file topokit wrote"
+
+
+def _fitted_number(value: Any, name: str, *, positive: bool = False) -> float:
+    """A number of a predictor file: finite (and > 0 with ``positive``); text and booleans
+    refused, naming the field."""
+    need = "a finite number > 0" if positive else "a finite number"
+    number = None
+    if isinstance(value, (int, float, np.integer, np.floating)) \
+            and not isinstance(value, (bool, np.bool_)):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = None
+    if number is None or not np.isfinite(number) or (positive and number <= 0):
+        raise InputFileError(f"{name} must be {need}; got {_brief(value)}{_REFIT}")
+    return number
+
+
+def _fitted_count(value: Any, name: str) -> int:
+    """A count of a predictor file: a whole number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InputFileError(f"{name} must be a whole number >= 0; got {_brief(value)}{_REFIT}")
+    return int(value)
 
 
 def _check_rounds(y: ArrayLike) -> NDArray[np.float64]:

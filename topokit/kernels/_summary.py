@@ -23,7 +23,7 @@ Without ``fastmath`` a floating-point reduction does not vectorise, so the
 loops are written over whole rows of distinct arrays (axpy form) where they can.
 
 The unfused kernels of :mod:`topokit.kernels._symmetric` and the plain-numpy twins
-of ``topokit/testing/naive_kernels.py`` check these results in ``tests/test_kernels.py``.
+of ``topokit/testing/naive_kernels.py`` check these results in ``tests/kernels/test_kernels.py``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ The common input, a symmetric doubly stochastic matrix such as
 Any other row-stochastic matrix (not symmetric, or not doubly stochastic to
 1e-12) takes the general kernel ``_numba.hitting_times_one``, unchanged.
 The plain-numpy twins of ``topokit/testing/naive_kernels.py`` check them in
-``tests/test_kernels.py``.
+``tests/kernels/test_kernels.py``.
 """
 
 from __future__ import annotations

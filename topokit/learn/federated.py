@@ -44,7 +44,7 @@ References
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -253,34 +253,39 @@ class _Settings:
         )
 
 
-def _check_settings(
-    alpha: float, beta: float, rho: float, lam: float, *, rounds: int, tol: float | None,
-    epsilon: float | None, delta: float, clip: float | None, eta: float, xi: float, zeta: float,
-    eps_gamma: float, w0: float, threshold: float, coupling: str, dp_release: str,
-) -> _Settings:
-    """Check every scalar argument of :func:`learn_federated` and return them typed.
+def _optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    return lambda value, name: None if value is None else check(value, name)
 
-    Keyword arguments are evaluated in order, so the first bad argument in
-    this order is the one reported.  ``delta`` is checked only with DP on.
-    """
+
+#: How :func:`learn_federated` checks each scalar option (scikit-learn's parameter
+#: constraints, as a table): the first bad one in this order is the one reported.
+_CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
+    "alpha": check_positive,
+    "beta": check_nonnegative,
+    "rho": check_nonnegative,
+    "lam": check_nonnegative,
+    "eta": check_positive,
+    "zeta": check_positive,
+    "eps_gamma": check_positive,
+    "w0": check_positive,
+    "xi": lambda value, name: check_real(value, name, low=0, high=1, closed="left"),
+    "coupling": lambda value, name: check_choice(value, name, _COUPLINGS),
+    "dp_release": lambda value, name: check_choice(value, name, _DP_RELEASES),
+    "rounds": lambda value, name: check_int_at_least(value, name, 1),
+    "tol": _optional(check_positive),
+    "clip": _optional(check_positive),
+    "epsilon": _optional(check_positive),
+}
+
+
+def _check_settings(options: dict[str, Any]) -> _Settings:
+    """The scalar options of :func:`learn_federated` (its keyword -> value), checked by
+    :data:`_CONSTRAINTS` in its order and typed; ``delta`` is checked only with DP on."""
     settings = _Settings(
-        alpha=check_positive(alpha, "alpha"),
-        beta=check_nonnegative(beta, "beta"),
-        rho=check_nonnegative(rho, "rho"),
-        lam=check_nonnegative(lam, "lam"),
-        eta=check_positive(eta, "eta"),
-        zeta=check_positive(zeta, "zeta"),
-        eps_gamma=check_positive(eps_gamma, "eps_gamma"),
-        w0=check_positive(w0, "w0"),
-        xi=check_real(xi, "xi", low=0, high=1, closed="left"),
-        coupling=check_choice(coupling, "coupling", _COUPLINGS),
-        dp_release=check_choice(dp_release, "dp_release", _DP_RELEASES),
-        rounds=check_int_at_least(rounds, "rounds", 1),
-        tol=None if tol is None else check_positive(tol, "tol"),
-        clip=None if clip is None else check_positive(clip, "clip"),
-        epsilon=None if epsilon is None else check_positive(epsilon, "epsilon"),
-        delta=delta if epsilon is None else check_in_open_unit_interval(delta, "delta"),
-        threshold=threshold,
+        **{name: check(options[name], name) for name, check in _CONSTRAINTS.items()},
+        delta=(options["delta"] if options["epsilon"] is None
+               else check_in_open_unit_interval(options["delta"], "delta")),
+        threshold=options["threshold"],
     )
     if settings.epsilon is not None and settings.clip is None:
         raise InvalidInputError(
@@ -450,12 +455,10 @@ def learn_federated(
         Clients with different node counts, NaN signals, d < 2, a negative
         parameter, epsilon without clip.
     """
+    options = {name: value for name, value in locals().items()
+               if name not in ("client_signals", "seed")}
     signals = check_clients(client_signals)
-    settings = _check_settings(
-        alpha, beta, rho, lam, rounds=rounds, tol=tol, epsilon=epsilon, delta=delta, clip=clip,
-        eta=eta, xi=xi, zeta=zeta, eps_gamma=eps_gamma, w0=w0, threshold=threshold,
-        coupling=coupling, dp_release=dp_release,
-    )
+    settings = _check_settings(options)
     calibration = _calibrate_privacy(settings, [X.shape[0] for X in signals])
     noise_rng = spawn_generators(seed, ["dp_noise"])["dp_noise"]
     data, noise = _release(signals, settings, calibration, noise_rng)

@@ -557,17 +557,18 @@ def _count_matrix(class_counts: Any, nodes: Sequence[Hashable]) -> NDArray[np.fl
     Every problem is named by the node whose row has it.
     """
     if isinstance(class_counts, Mapping):
-        missing = [node for node in nodes if node not in class_counts]
-        if missing:
-            raise InvalidInputError(
-                f"class_counts has no entry for node {missing[0]!r}; give every device's "
-                "counts (a mapping node -> counts or an (n_devices, n_classes) array)"
-            )
+        # An unknown node first: a misspelt id is also a missing one, and its name is the clue.
         known = set(nodes)
         unknown = [node for node in class_counts if node not in known]
         if unknown:
             raise NodeNotFoundError(
                 f"class_counts names node {unknown[0]!r}, which is not in the network"
+            )
+        missing = [node for node in nodes if node not in class_counts]
+        if missing:
+            raise InvalidInputError(
+                f"class_counts has no entry for node {missing[0]!r}; give every device's "
+                "counts (a mapping node -> counts or an (n_devices, n_classes) array)"
             )
         class_counts = [class_counts[node] for node in nodes]
     if hasattr(class_counts, "to_numpy"):  # a pandas DataFrame iterates over its columns
@@ -613,6 +614,13 @@ def _check_class_counts(
     :func:`topokit.design.features.check_class_counts`.
     """
     if nodes is None:
+        if isinstance(class_counts, Mapping):  # no node ids here to check its keys against
+            raise InvalidInputError(
+                "class_counts must be an (n_devices, n_classes) array, rows in node order "
+                "(net.nodes); got a mapping node -> counts: set it on the network with "
+                "net.with_class_counts(mapping), which names any unknown node, and leave "
+                "class_counts out"
+            )
         counts = check_finite_array(class_counts, "class_counts", ndim=2)
     else:
         counts = _count_matrix(class_counts, nodes)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._io import atomic_write_text, jsonable
+from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from . import physical
 from .core import (
@@ -233,6 +235,7 @@ def _social_graph(graph: nx.Graph, nodes: list) -> nx.Graph:
 
 def _network_of(graph: nx.Graph) -> Network:
     """The Network a graph annotated by :func:`network_to_graph` describes."""
+    _check_format_version(graph.graph.get("topokit_format"))
     nodes = list(graph)
     if not nodes:
         raise InputFileError("the social graph has no nodes")
@@ -262,6 +265,25 @@ def _network_of(graph: nx.Graph) -> Network:
         _social_graph(graph, nodes), compute, delay, positions=positions, topology=topology,
         name=meta.get("name"), physical_model=model, class_counts=class_counts,
     )
+
+
+def _check_format_version(version: Any) -> None:
+    """The graph attribute ``topokit_format``: absent, or a format this topokit reads.
+
+    A file of a later format may store what this version would misread or drop.
+    """
+    if version is None:
+        return
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InputFileError(
+            f"graph attribute 'topokit_format' must be a whole number >= 1 (the network "
+            f"format version; this topokit writes {FORMAT_VERSION}); got {_brief(version)}"
+        )
+    if version > FORMAT_VERSION:
+        raise InputFileError(
+            f"this file is in network format {version}, but topokit {__version__} reads formats "
+            f"up to {FORMAT_VERSION}; upgrade topokit (pip install -U topokit)"
+        )
 
 
 def graph_to_network(graph: nx.Graph, *, source: str = "graph") -> Network:
@@ -311,19 +333,98 @@ def load_network(path: str | Path) -> Network:
     """
     path = _existing(path)
     if path.suffix.lower() == ".graphml":
-        try:
-            graph = nx.read_graphml(path)
-        except Exception as exc:  # networkx raises several parser errors
-            raise InputFileError(f"{path}: not a readable GraphML file: {exc}") from None
-        for key in ("delay", "topology", "physical_model"):
-            if isinstance(graph.graph.get(key), str):
-                try:
-                    graph.graph[key] = json.loads(graph.graph[key])
-                except json.JSONDecodeError:
-                    raise InputFileError(f"{path}: graph attribute {key!r} is not JSON") from None
-        _decode_graphml_counts(graph, path)
-        return graph_to_network(graph, source=str(path))
+        return graph_to_network(_graphml_graph(path), source=str(path))
     return graph_to_network(_node_link_graph(_read_json(path), path), source=str(path))
+
+
+def _graphml_graph(path: Path) -> nx.Graph:
+    """The undirected simple graph of a GraphML file, its JSON-string attributes decoded."""
+    _check_graphml_elements(path)
+    try:
+        graph = nx.read_graphml(path)
+    except Exception as exc:  # networkx raises several parser errors
+        raise InputFileError(f"{path}: not a readable GraphML file: {exc}") from None
+    if graph.is_directed():
+        raise InputFileError(
+            f'{path}: the graph is directed (edgedefault="directed"); a social link joins two '
+            'devices both ways: write <graph edgedefault="undirected">'
+        )
+    if graph.is_multigraph():  # networkx reads a file with a repeated edge as a multigraph
+        u, v = next((u, v) for u, v in graph.edges() if graph.number_of_edges(u, v) > 1)
+        raise InputFileError(
+            f"{path}: the link {u!r}-{v!r} is listed {graph.number_of_edges(u, v)} times; two "
+            "devices have at most one social link: remove the repeated <edge>"
+        )
+    for key in ("delay", "topology", "physical_model"):
+        if isinstance(graph.graph.get(key), str):
+            try:
+                graph.graph[key] = json.loads(graph.graph[key])
+            except json.JSONDecodeError:
+                raise InputFileError(f"{path}: graph attribute {key!r} is not JSON") from None
+    _decode_graphml_counts(graph, path)
+    return graph
+
+
+_GRAPHML = "{http://graphml.graphdrawing.org/xmlns}"
+#: The GraphML attribute types networkx converts, and what their values must be.
+_GRAPHML_TYPES = {"int": (int, "a whole number"), "integer": (int, "a whole number"),
+                  "long": (int, "a whole number"), "float": (float, "a number"),
+                  "double": (float, "a number"), "boolean": (bool, "true or false")}
+
+
+def _check_graphml_elements(path: Path) -> None:
+    """What networkx reads without a word or with a message naming nothing, checked first.
+
+    A node listed twice (networkx keeps the later one's attributes), and a
+    value its ``<key>`` declares a number or boolean but that is not one
+    (networkx says only "could not convert"): both named by node and
+    attribute.  A file that is not XML is left to networkx to report.
+    """
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (ElementTree.ParseError, OSError):
+        return
+    keys = {key.get("id"): (key.get("attr.name"), key.get("attr.type"))
+            for key in root.iter(f"{_GRAPHML}key")}
+    seen: set = set()
+    for node in root.iter(f"{_GRAPHML}node"):
+        node_id = node.get("id")
+        if node_id in seen:
+            raise InputFileError(
+                f"{path}: node id {node_id!r} appears twice; every device needs its own "
+                "<node> (networkx would keep the later one's attributes and drop the first's)"
+            )
+        seen.add(node_id)
+        _check_graphml_data(node, keys, f"{path}: node {node_id!r}: attribute")
+    for edge in root.iter(f"{_GRAPHML}edge"):
+        _check_graphml_data(edge, keys,
+                            f"{path}: edge {edge.get('source')!r}-{edge.get('target')!r}: "
+                            "attribute")
+    for graph in root.iter(f"{_GRAPHML}graph"):
+        _check_graphml_data(graph, keys, f"{path}: graph attribute")
+
+
+def _check_graphml_data(element: ElementTree.Element, keys: dict, where: str) -> None:
+    """Every ``<data>`` of ``element`` holds a value of its key's declared type."""
+    for data in element.findall(f"{_GRAPHML}data"):
+        name, declared = keys.get(data.get("key"), (None, None))
+        if declared not in _GRAPHML_TYPES or data.text is None or len(data):
+            continue  # unknown keys and structured (yfiles) data: networkx's to report
+        convert, expected = _GRAPHML_TYPES[declared]
+        text = data.text
+        try:
+            if convert is bool:
+                valid = text.lower() in ("true", "false", "0", "1")
+            else:
+                convert(text)
+                valid = True
+        except ValueError:
+            valid = False
+        if not valid:
+            raise InputFileError(
+                f"{where} {name!r} must be {expected} (its <key> declares "
+                f'attr.type="{declared}"); got {_brief(text)}'
+            )
 
 
 def _decode_graphml_counts(graph: nx.Graph, path: Path) -> None:
@@ -443,16 +544,37 @@ def load_topology(path: str | Path) -> Topology:
     """Read a topology: a JSON object ``{"edges": [[u, v], ...], "dp_devices": [...]}``.
 
     A design file written by ``topokit design -o`` (with a ``"topology"`` key)
-    is accepted too.
+    is accepted too; a network file is refused as one.
     """
     path = _existing(path)
-    data = _read_json(path)
+    data = _topology_file_data(path)
     if isinstance(data, dict) and "topology" in data and "edges" not in data:
         data = data["topology"]
     try:
         return Topology.from_dict(data)
     except InvalidInputError as exc:
         raise InputFileError(f"{path}: {exc}") from None
+
+
+def _topology_file_data(path: Path) -> Any:
+    """The JSON of a topology or design file; a network file is refused as such.
+
+    A node-link network has an ``"edges"`` list too, which would otherwise be
+    read (and refused) as a topology's ``[u, v]`` pairs.
+    """
+    if path.suffix.lower() == ".graphml":
+        raise InputFileError(f"{path}: this is a GraphML network file, not a design or "
+                             "topology file; give one that topokit design -o wrote")
+    data = _read_json(path)
+    if isinstance(data, dict):
+        graph = data.get("graph")
+        network_keys = ("nodes" in data or "links" in data or "topokit_format" in data
+                        or (isinstance(graph, dict) and "topokit_format" in graph))
+        if network_keys:
+            raise InputFileError(f"{path}: this is a network file (node-link JSON with "
+                                 "'nodes'), not a design or topology file; give one that "
+                                 "topokit design -o wrote")
+    return data
 
 
 def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, float] | None:
@@ -480,9 +602,11 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
     Raises
     ------
     InputFileError
-        The file is neither a design nor a topology, a level is not a finite
-        number >= 0, or a recorded device is not in ``net`` (or two of
-        ``net``'s devices print the same, so a key is ambiguous).
+        The file is neither a design nor a topology (a network file is named
+        as one), its ``stats``, ``stranger_bound`` or ``noise_multipliers``
+        is not a JSON object, a level is not a finite number >= 0, or a
+        recorded device is not in ``net`` (or two of ``net``'s devices print
+        the same, so a key is ambiguous).
 
     Examples
     --------
@@ -498,15 +622,13 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
     {'A': 4.0, 'B': 3.5}
     """
     path = _existing(path)
-    data = _read_json(path)
+    data = _topology_file_data(path)
     if isinstance(data, dict) and "edges" in data and "topology" not in data:
         return None  # a plain topology file: no levels recorded
     if not (isinstance(data, dict) and "topology" in data):
         raise InputFileError(f"{path}: not a design or topology file (no \"topology\" or "
                              "\"edges\" key); write one with topokit design -o")
-    stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
-    bound = stats.get("stranger_bound") if isinstance(stats.get("stranger_bound"), dict) else {}
-    levels = bound.get("noise_multipliers")
+    levels = _recorded_levels(data, path)
     if levels is None:
         return None
     by_text: dict[str, Hashable] = {}
@@ -528,6 +650,27 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
                                  f"got {shown}")
         out[by_text[key]] = level
     return out
+
+
+def _recorded_levels(design: dict, path: Path) -> Mapping | None:
+    """``stats.stranger_bound.noise_multipliers`` of a design file; None where absent (null).
+
+    Each level of the path must be a JSON object: a list or text in its place
+    would otherwise drop the levels without a word.
+    """
+    record: Any = design
+    where = []
+    for key in ("stats", "stranger_bound", "noise_multipliers"):
+        record = record.get(key)
+        where.append(key)
+        if record is None:
+            return None
+        if not isinstance(record, Mapping):
+            example = ('an object device -> noise multiplier such as {"A": 4.0, "B": 3.5}'
+                       if key == "noise_multipliers" else "an object, as topokit design -o writes")
+            raise InputFileError(f"{path}: the design's {'.'.join(where)!r} must be {example}; "
+                                 f"got {_brief(record)}")
+    return record
 
 
 def _finite_non_negative(value: Any) -> float | None:

@@ -1,7 +1,7 @@
 """Private Numba kernels of the training core.  They never validate: the models and
 :func:`topokit.training.train` hand them arrays of the right shapes.
 
-Their plain-numpy twins, which ``tests/test_training.py`` compares them with:
+Their plain-numpy twins, which ``tests/training/test_training.py`` compares them with:
 ``Model.gradient`` (``shift_logits`` + ``clipped_residual``), ``scores().argmax``
 and ``Model.accuracy`` (``argmax_classes``, ``count_correct``,
 ``count_correct_certified``), ``np.isfinite(...).all()`` (``all_finite``) and

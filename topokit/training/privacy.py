@@ -337,7 +337,7 @@ def clipped_sensitivity(
 
     Dividing the later steps by B instead would let a batch of |b_k| > B rows
     move by eta C |b_k| / B > eta C, and the bound fails for non-smooth
-    losses (``tests/test_dp_sensitivity.py`` builds such a case).  The first
+    losses (``tests/training/test_dp_sensitivity.py`` builds such a case).  The first
     step keeps d_1 = B: (ii) does not depend on |b_1|, the step stays the
     unbiased estimate of the mean clipped gradient, and runs with K = 1 are
     unchanged by the cap.

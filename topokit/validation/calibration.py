@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -432,14 +432,22 @@ def _check_columns(frame: pd.DataFrame, use_noise_variance: bool) -> None:
             f"the runs table lacks column(s) {', '.join(missing)}; expected the output of "
             "topokit validate"
         )
-    for column in needed[1:]:  # all but the topology's name are numbers
+    _check_numeric(frame, needed[1:])  # all but the topology's name are numbers
+
+
+def _check_numeric(frame: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Each of ``columns`` holds numbers (not text, not booleans); else name it and a value."""
+    for column in columns:
         if not pd.api.types.is_numeric_dtype(frame[column]) or \
                 pd.api.types.is_bool_dtype(frame[column]):
             values = frame[column].dropna()
-            example = f"; e.g. {values.iloc[0]!r}" if len(values) else ""
+            first = values.iloc[0] if len(values) else None
+            first = first.item() if isinstance(first, np.generic) else first
+            example = f" such as {first!r}" if len(values) else ""
             raise InvalidInputError(
                 f"column {column!r} of the runs table must be numeric; it holds "
-                f"{frame[column].dtype} values{example}"
+                f"{frame[column].dtype} values{example}: give numbers (as topokit validate -o "
+                "writes them)"
             )
 
 
@@ -769,8 +777,22 @@ def _censored_rows(chosen: _TargetRuns, features: tuple[str, ...]) -> pd.DataFra
             f"the runs table lacks column(s) {', '.join(missing)}; runs of topokit validate "
             "0.2 or later have them"
         )
-    rows = chosen.rows[np.isfinite(chosen.rows[list(features)].to_numpy(float)).all(axis=1)]
+    _check_numeric(chosen.rows, features)
+    finite = np.isfinite(chosen.rows[list(features)].to_numpy(float))
+    if len(chosen.rows) and not finite.all(axis=1).any():
+        raise InvalidInputError(_no_finite_runs(chosen.target, features, finite))
+    rows = chosen.rows[finite.all(axis=1)]
     return rows.assign(rounds=rows["measured_rounds"].fillna(np.inf).to_numpy(float))
+
+
+def _no_finite_runs(target: float, features: tuple[str, ...], finite: NDArray) -> str:
+    """Why no run of ``target`` can be fitted on: the column with no finite value, if one."""
+    empty = [name for name, column in zip(features, finite.T, strict=True) if not column.any()]
+    detail = (f"column {empty[0]!r} is NaN or inf in every row" if empty else
+              f"every run has NaN or inf in one of the columns {', '.join(features)}")
+    return (f"no run of target {target} has finite features to fit on: {detail}; write the "
+            "table with topokit validate -o, or give your own runs (columns "
+            f"{', '.join(USER_RUN_COLUMNS)}) and topokit computes the features")
 
 
 def _fit_time_predictor(model, rows: pd.DataFrame, refit: _Refit | None = None):

@@ -27,7 +27,7 @@ from topokit.network.siot import siot
 # Predictions of the default predictor shipped before per-device noise existed (commit
 # 4b31466, kept as tests/data/predictor_session6.json), by topokit at that commit, on
 # (network, topology) pairs: the file must still give exactly these.
-BEFORE_FILE = Path(__file__).parent / "data" / "predictor_session6.json"
+BEFORE_FILE = Path(__file__).parents[1] / "data" / "predictor_session6.json"
 BEFORE = {("toy", "given"): 66.42746382818463, ("toy", "dlfdp"): float("inf"),
           ("siot10", "dlfdp"): 91.33127829840352}
 

@@ -1,4 +1,4 @@
-"""Shared cases of the privacy-audit tests (tests/test_audit.py, tests/test_audit_dsgd.py)."""
+"""Shared cases of the privacy-audit tests beside this file (test_audit.py, test_audit_dsgd.py)."""
 
 from __future__ import annotations
 

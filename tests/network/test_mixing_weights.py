@@ -322,7 +322,7 @@ def test_periodic_weights_never_settle_the_disagreement():
 
 
 def cycle_slem(n: int) -> float:
-    """Optimal SLEM of the n-cycle (uniform weights; see tests/test_fmmc.py)."""
+    """Optimal SLEM of the n-cycle (uniform weights; see tests/kernels/test_fmmc.py)."""
     c2 = np.cos(2 * np.pi / n)
     c1 = 1.0 if n % 2 == 0 else np.cos(np.pi / n)
     return (c1 + c2) / (2 + c1 - c2)

@@ -9,7 +9,6 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Network, Topology, load_example
@@ -20,6 +19,8 @@ from topokit.design.baselines import random_topology
 from topokit.errors import InvalidInputError, NodeNotFoundError
 from topokit.network.siot import siot
 from topokit.testing.naive_audit import naive_dsgd_gram, naive_privacy_audit
+
+from audit_cases import RTOL, assert_same_mu, random_case
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""Tests of topokit.privacy."""
+"""Tests of topokit.dp (old path topokit.privacy)."""
 
 import time
 

@@ -1,4 +1,5 @@
-"""Tests of topokit.datasets: the Santander SIoT loader, OOR networks, the generator."""
+"""Tests of topokit.network.siot (old path topokit.datasets): the Santander SIoT loader,
+OOR networks, the generator."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from topokit.network.siot import (
     siot_synthetic_devices,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = {"siot16": 16, "siot32": 32, "siot100": 100}
 FULL_DATA = Path(os.environ.get("TOPOKIT_SIOT_DATA", "/work/shared/siot/static_devices.csv"))
 

@@ -8,7 +8,6 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from audit_cases import RTOL, assert_same_mu, random_case
 from typer.testing import CliRunner
 
 from topokit import Topology, autotag, load_example
@@ -20,6 +19,8 @@ from topokit.design.metrics import exposure
 from topokit.errors import InvalidInputError, InvalidTopologyError, NodeNotFoundError
 from topokit.network.siot import siot
 from topokit.testing.naive_audit import naive_privacy_audit
+
+from audit_cases import RTOL, assert_same_mu, random_case
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ import pytest
 from topokit import evaluate, load_predictor
 from topokit.design.baselines import dlfdp, ndlf
 
-SCRIPT = Path(__file__).resolve().parents[1] / "analyses" / "bench_autotag.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "analyses" / "bench_autotag.py"
 
 
 def _load_script():
