@@ -41,6 +41,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help texts are plain: "[default: ...]" and "[0, 1]" are text, not Rich markup tags.
+    rich_markup_mode=None,
 )
 
 
@@ -56,6 +58,22 @@ def _with_user_errors(sub_app: typer.Typer) -> typer.Typer:
         wrapped.callback = handles_user_errors(info.callback)
         wrapped_app.registered_commands.append(wrapped)
     return wrapped_app
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from .._version import __version__
+
+        typer.echo(f"topokit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _topokit(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print topokit's version and exit."),
+) -> None:
+    """Design and check communication topologies for private decentralized learning."""
 
 
 app.command("analyze")(_design.analyze)

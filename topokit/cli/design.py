@@ -500,7 +500,7 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     console.print(metrics_table(f"{title} against the baselines", columns))
 
 
-generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @generate_app.command("siot")

@@ -29,7 +29,7 @@ from ._common import (
 __all__ = ["app"]
 
 app = typer.Typer(help="Privatized graph federated learning (Rizk, Vlaski and Sayed).",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 _COMPARISONS = {
     "regression": [{"scheme": "none", "name": "none"}, {"scheme": "random", "name": "random"},

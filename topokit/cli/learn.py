@@ -24,7 +24,8 @@ from ._common import check_output_option, check_plot_path, check_seed_option
 
 __all__ = ["app", "learn_command", "learn_federated_command"]
 
-app = typer.Typer(help="Learn graphs from smooth signals.", no_args_is_help=True)
+app = typer.Typer(help="Learn graphs from smooth signals.", no_args_is_help=True,
+                  rich_markup_mode=None)
 
 
 def _graph_file_data(graph: nx.Graph, name: str, *, seed: int | None) -> dict:

@@ -128,10 +128,13 @@ def validate_command(
     dataset: str = typer.Option(
         "digits", "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR."
     ),
-    targets: str = typer.Option("0.85,0.9", "--targets", help="Target accuracies in (0, 1]."),
+    targets: str = typer.Option(
+        None, "--targets",
+        help="Target accuracies in (0, 1] [default: 0.85,0.9, or the workload's target]."),
     trials: int = typer.Option(5, "--trials", help="Training runs per topology."),
     seed: int = typer.Option(0, "--seed", help="Seed of trials, ERG and random topologies."),
-    rounds: int = typer.Option(200, "--rounds", help="Target round T of every run."),
+    rounds: int = typer.Option(
+        None, "--rounds", help="Target round T of every run [default: 200, or the workload's]."),
     skewness: float = typer.Option(
         None, "--skewness", help="Non-IID skewness K in [0, 1] (default: IID)."
     ),
@@ -142,7 +145,11 @@ def validate_command(
     audit_rounds: int = typer.Option(
         DEFAULT_AUDIT_ROUNDS, "--audit-rounds",
         help="Rounds of gossip of the stranger privacy audit of every run (0: no audit)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Parquet file of the runs."),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Parquet file of the runs (and resume from it)."),
+    workload_file: Path = typer.Option(
+        None, "--workload", help="A workload JSON file (topokit.Workload.save): its model, DP "
+                                 "budget, rounds, batch size and target train every run."),
     plot: Path = typer.Option(None, "--plot", help="Scatter of predicted against measured (PNG)."),
     restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's pieces."),
     as_json: bool = JsonOpt,
@@ -157,6 +164,7 @@ def validate_command(
     """
     from .._jobs import check_scheduler
     from ..design.time_predictor import load_predictor
+    from ..design.workload import load_workload
     from ..validation.core import validate
 
     check_plot_path(plot)
@@ -169,13 +177,15 @@ def validate_command(
         check_real(skewness, "--skewness", low=0, high=1)
     net = resolve_network(network, example)
     model = load_predictor(str(predictor)) if predictor else None
-    train_kwargs = {"rounds": rounds}
+    train_kwargs = {} if rounds is None else {"rounds": rounds}
     if skewness is not None:
         train_kwargs["partition"] = skewness
-    arguments = dict(topologies=topologies, dataset=dataset, targets=parse_targets(targets),
+    arguments = dict(topologies=topologies, dataset=dataset,
+                     targets=None if targets is None else parse_targets(targets),
                      trials=trials, seed=seed, predictor=model, n_jobs=n_jobs, output=output,
-                     scheduler=scheduler, audit_rounds=audit_rounds,
-                     resume=not restart, **train_kwargs)
+                     scheduler=scheduler, audit_rounds=audit_rounds, resume=not restart,
+                     workload=None if workload_file is None else load_workload(workload_file),
+                     **train_kwargs)
     with reporting_progress("training runs", quiet=as_json) as report:
         result = validate(net, progress=report, **arguments)
     if plot is not None:
@@ -194,9 +204,10 @@ def validate_command(
         console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
     from ..validation.core import curves_path, timings_path
 
-    console.print(f"wrote {len(result.frame)} rows to {output} "
-                  f"(accuracy curves: {curves_path(output)}, wall-clock times: "
-                  f"{timings_path(output)})")
+    if output is not None:
+        console.print(f"wrote {len(result.frame)} rows to {output} "
+                      f"(accuracy curves: {curves_path(output)}, wall-clock times: "
+                      f"{timings_path(output)})")
     if plot is not None:
         console.print(f"wrote plot to {plot}")
 
