@@ -378,3 +378,20 @@ def graph_adjacency(graph: nx.Graph, nodelist: list | None = None) -> NDArray[np
     adjacency = nx.to_numpy_array(graph, nodelist=nodes, weight=None, dtype=np.float64)
     np.fill_diagonal(adjacency, 0.0)
     return np.ascontiguousarray((adjacency > 0).astype(np.float64))
+
+
+def brief(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a message is one line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_collection(values: Any, name: str, expected: str) -> Iterable:
+    """``values`` if it is a collection of items; a string is refused.
+
+    A string is iterable, but ``dp_devices="AB"`` meaning devices "A" and "B"
+    is a guess topokit does not make.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{name} must be {expected}; got {brief(values)}")
+    return values

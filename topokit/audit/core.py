@@ -120,10 +120,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
-from .._checks import check_choice, check_fits_in_memory, check_int, check_real
+from .._checks import brief, check_choice, check_fits_in_memory, check_int, check_real
 from .._io import jsonable
 from ..errors import InvalidInputError, NodeNotFoundError
-from ..network.core import Network, Topology, _brief
+from ..network.core import Network, Topology
 from . import _kernels as kernels
 
 __all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS"]
@@ -430,7 +430,7 @@ def _check_common_value(value: Any, name: str, *, positive: bool) -> float:
     bound = "> 0" if positive else ">= 0"
     if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
         raise InvalidInputError(
-            f"{name} must be a number {bound} or a mapping device -> number; got {_brief(value)}")
+            f"{name} must be a number {bound} or a mapping device -> number; got {brief(value)}")
     return check_real(value, name, low=0, closed="neither" if positive else "both")
 
 
@@ -448,7 +448,7 @@ def _check_observers(net: Network, observers: Any) -> list[int]:
         return list(range(net.n_devices))
     if isinstance(observers, (str, bytes)) or not isinstance(observers, Iterable):
         raise InvalidInputError(
-            f"observers must be an iterable of device ids or None; got {_brief(observers)}"
+            f"observers must be an iterable of device ids or None; got {brief(observers)}"
         )
     chosen = set()
     for node in observers:
@@ -456,7 +456,7 @@ def _check_observers(net: Network, observers: Any) -> list[int]:
             chosen.add(net.index[node])
         except (KeyError, TypeError):
             raise NodeNotFoundError(
-                f"observers names device {_brief(node)}, which is not in the network"
+                f"observers names device {brief(node)}, which is not in the network"
             ) from None
     return sorted(chosen)
 

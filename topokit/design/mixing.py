@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
-from .._checks import check_real
+from .._checks import brief, check_collection, check_real
 from .._random import SeedLike
 from ..errors import (
     DisconnectedGraphError,
@@ -34,7 +34,7 @@ from ..errors import (
     TopokitWarning,
 )
 from ..kernels import fastest_mixing_weights
-from ..network.core import Network, Topology, _brief, _collection, _sort_key
+from ..network.core import Network, Topology, node_sort_key
 
 __all__ = ["fastest_mixing_topology", "metropolis_hastings_topology"]
 
@@ -44,18 +44,18 @@ def _node_order(topology: Topology, nodes_or_net: Network | Iterable[Hashable]) 
     if isinstance(nodes_or_net, Network):
         topology.validate(nodes_or_net)
         return list(nodes_or_net.nodes)
-    nodes = list(_collection(nodes_or_net, "nodes_or_net",
+    nodes = list(check_collection(nodes_or_net, "nodes_or_net",
                              "a topokit Network or an iterable of node ids"))
     try:
         distinct = set(nodes)
     except TypeError:
         raise InvalidInputError(
-            f"nodes_or_net: node ids must be strings, numbers or tuples; got {_brief(nodes)}"
+            f"nodes_or_net: node ids must be strings, numbers or tuples; got {brief(nodes)}"
         ) from None
     if len(distinct) != len(nodes):
         raise InvalidInputError("nodes_or_net names a device twice; give every device once")
     unknown = sorted({node for edge in topology.edges for node in edge} - distinct,
-                     key=_sort_key)
+                     key=node_sort_key)
     if unknown:
         raise NodeNotFoundError(
             f"the topology links device {unknown[0]!r}, which is not among the nodes given"

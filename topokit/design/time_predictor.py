@@ -50,11 +50,11 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._checks import check_real
+from .._checks import brief, check_real
 from .._io import atomic_write_text
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
-from ..network.core import Network, Topology, _brief
+from ..network.core import Network, Topology
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .predictor import GlobalIteratePredictor, _check_file_version
 from .workload import _REL_TOL, Workload, check_workload
@@ -557,7 +557,7 @@ def _restore_model(predictor: TrainingTimePredictor, model: Mapping[str, Any]) -
             values = np.full(0, np.nan)
         if values.shape != (width,) or not np.all(np.isfinite(values)):
             raise InputFileError(f"model.{name} must hold {width} finite numbers, one per "
-                                 f"feature; got {_brief(model[name])}{_REFIT}")
+                                 f"feature; got {brief(model[name])}{_REFIT}")
         arrays[name] = values
     for name in ("reach_coef", "rounds_coef"):
         if (arrays[name] < 0).any():
@@ -594,14 +594,14 @@ def _fitted_number(value: Any, name: str, *, positive: bool = False) -> float:
         except OverflowError:  # an integer beyond the float range
             number = None
     if number is None or not np.isfinite(number) or (positive and number <= 0):
-        raise InputFileError(f"{name} must be {need}; got {_brief(value)}{_REFIT}")
+        raise InputFileError(f"{name} must be {need}; got {brief(value)}{_REFIT}")
     return number
 
 
 def _fitted_count(value: Any, name: str) -> int:
     """A count of a predictor file: a whole number >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InputFileError(f"{name} must be a whole number >= 0; got {_brief(value)}{_REFIT}")
+        raise InputFileError(f"{name} must be a whole number >= 0; got {brief(value)}{_REFIT}")
     return int(value)
 
 

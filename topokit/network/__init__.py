@@ -19,7 +19,7 @@ Everything public is also importable from :mod:`topokit` itself.
 
 from __future__ import annotations
 
-from .core import NETWORK_SUFFIXES, Network, Topology, canonical_pair
+from .core import NETWORK_SUFFIXES, Network, Topology, canonical_pair, node_sort_key
 from .examples import list_examples, load_example
 from .formats import (
     graph_to_network,
@@ -36,6 +36,7 @@ __all__ = [
     "Network",
     "Topology",
     "canonical_pair",
+    "node_sort_key",
     "NETWORK_SUFFIXES",
     "load_network",
     "save_network",

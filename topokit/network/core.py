@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._checks import check_connected, check_finite_array
+from .._checks import brief, check_collection, check_connected, check_finite_array
 from ..errors import (
     InputFileError,
     InvalidInputError,
@@ -31,17 +31,23 @@ from ..errors import (
 )
 from . import physical
 
-__all__ = ["Network", "Topology", "canonical_pair", "NETWORK_SUFFIXES"]
+__all__ = ["Network", "Topology", "canonical_pair", "node_sort_key", "NETWORK_SUFFIXES"]
 
 FORMAT_VERSION = 1
 #: File suffixes of networks: node-link JSON and GraphML.
 NETWORK_SUFFIXES = (".json", ".graphml")
 
 
-def _sort_key(node: Hashable) -> tuple[str, Any]:
-    # Mixed node types (ints and strings) do not compare; order by type name first.  A
-    # numpy scalar orders as its Python value (np.int64(10) after np.int64(2)), as
-    # Topology.to_dict writes it.
+def node_sort_key(node: Hashable) -> tuple[str, Any]:
+    """The key topokit orders node ids by (the DP devices of a file, a pair's ends).
+
+    Mixed node types (ints and strings) do not compare, so the type's name comes
+    first; a numpy scalar orders as its Python value (``np.int64(10)`` after
+    ``np.int64(2)``), as :meth:`Topology.to_dict` writes it.
+
+    >>> sorted([10, "b", 2, "a"], key=node_sort_key)
+    [2, 10, 'a', 'b']
+    """
     if isinstance(node, np.generic):
         node = node.item()
     return (type(node).__name__, node if isinstance(node, (int, float, str)) else repr(node))
@@ -49,7 +55,7 @@ def _sort_key(node: Hashable) -> tuple[str, Any]:
 
 def canonical_pair(u: Hashable, v: Hashable) -> tuple[Hashable, Hashable]:
     """The pair (u, v) in a fixed order, so that an undirected link has one spelling."""
-    return (u, v) if _sort_key(u) <= _sort_key(v) else (v, u)
+    return (u, v) if node_sort_key(u) <= node_sort_key(v) else (v, u)
 
 
 @dataclass(frozen=True, repr=False)
@@ -129,7 +135,7 @@ class Topology:
         weights: Mapping[Any, float] | Iterable[float] | None = None,
     ):
         given = []  # canonical pairs in the order given (weights of a sequence follow it)
-        for edge in _collection(edges, "edges", "an iterable of node pairs (u, v)"):
+        for edge in check_collection(edges, "edges", "an iterable of node pairs (u, v)"):
             u, v = _pair(edge)
             if u == v:
                 raise InvalidTopologyError(f"self-loop on node {u!r}: a link must join two devices")
@@ -138,9 +144,9 @@ class Topology:
                 hash(given[-1])
             except TypeError:  # unhashable
                 raise InvalidInputError(
-                    f"edges: node ids must be strings, numbers or tuples; got {_brief(edge)}"
+                    f"edges: node ids must be strings, numbers or tuples; got {brief(edge)}"
                 ) from None
-        ordered = sorted(set(given), key=lambda p: (_sort_key(p[0]), _sort_key(p[1])))
+        ordered = sorted(set(given), key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1])))
         devices = _device_set(dp_devices)
         object.__setattr__(self, "edges", tuple(ordered))
         object.__setattr__(self, "dp_devices", devices)
@@ -216,7 +222,7 @@ class Topology:
         if graph.number_of_nodes() != len(nodes):
             # graph() adds the ends of links missing from ``nodes``: the rows would not be
             # the devices asked for.
-            missing = sorted(set(graph) - set(nodes), key=_sort_key)
+            missing = sorted(set(graph) - set(nodes), key=node_sort_key)
             raise NodeNotFoundError(
                 f"the topology links device {missing[0]!r}, which is not among the nodes given; "
                 "pass every device (net.nodes)" if missing else
@@ -249,7 +255,7 @@ class Topology:
         unknown = sorted(
             {node for edge in self.edges for node in edge if node not in net.index}
             | {node for node in self.dp_devices if node not in net.index},
-            key=_sort_key,
+            key=node_sort_key,
         )
         if unknown:
             problems.append(
@@ -310,7 +316,7 @@ class Topology:
         """
         data: dict[str, Any] = {
             "edges": [[_plain_node(u), _plain_node(v)] for u, v in self.edges],
-            "dp_devices": [_plain_node(n) for n in sorted(self.dp_devices, key=_sort_key)],
+            "dp_devices": [_plain_node(n) for n in sorted(self.dp_devices, key=node_sort_key)],
         }
         if self.weights is not None:
             data["weights"] = [float(w) for w in self.weights]
@@ -330,22 +336,22 @@ class Topology:
         edges, dp_devices = data["edges"], data.get("dp_devices", [])
         if not isinstance(edges, list):
             raise InputFileError(
-                f"the topology's 'edges' must be a list of [u, v] pairs; got {_brief(edges)}"
+                f"the topology's 'edges' must be a list of [u, v] pairs; got {brief(edges)}"
             )
         for k, edge in enumerate(edges):
             if not isinstance(edge, list) or len(edge) != 2:
                 raise InputFileError(
-                    f"edge {k} of the topology's 'edges' must be a pair [u, v]; got {_brief(edge)}"
+                    f"edge {k} of the topology's 'edges' must be a pair [u, v]; got {brief(edge)}"
                 )
         if not isinstance(dp_devices, list):
             raise InputFileError(
-                f"the topology's 'dp_devices' must be a list of node ids; got {_brief(dp_devices)}"
+                f"the topology's 'dp_devices' must be a list of node ids; got {brief(dp_devices)}"
             )
         weights = data.get("weights")
         if weights is not None and not isinstance(weights, list):
             raise InputFileError(
                 "the topology's 'weights' must be a list of numbers, one per pair of 'edges'; "
-                f"got {_brief(weights)}"
+                f"got {brief(weights)}"
             )
         return cls(
             [tuple(_hashable(n) for n in edge) for edge in edges],
@@ -378,30 +384,13 @@ def _hashable(value: Any) -> Hashable:
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
-def _brief(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a message is one line)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _collection(values: Any, name: str, expected: str) -> Iterable:
-    """``values`` if it is a collection of items; a string is refused.
-
-    A string is iterable, but ``dp_devices="AB"`` meaning devices "A" and "B"
-    is a guess topokit does not make.
-    """
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidInputError(f"{name} must be {expected}; got {_brief(values)}")
-    return values
-
-
 def _node_id(node: Any, where: str) -> Hashable:
     """``node`` if it can be a node id (hashable, not None); else a clear error."""
     try:
         hash(node)
     except TypeError:
         raise InvalidInputError(
-            f"{where}: node ids must be strings, numbers or tuples; got {_brief(node)}"
+            f"{where}: node ids must be strings, numbers or tuples; got {brief(node)}"
         ) from None
     if node is None:
         raise InvalidInputError(f"{where}: a node id is missing (null)")
@@ -411,10 +400,10 @@ def _node_id(node: Any, where: str) -> Hashable:
 def _device_set(dp_devices: Any) -> frozenset:
     """The DP devices as a frozenset of node ids."""
     try:
-        devices = frozenset(_collection(dp_devices, "dp_devices", "an iterable of node ids"))
+        devices = frozenset(check_collection(dp_devices, "dp_devices", "an iterable of node ids"))
     except TypeError:  # an unhashable item
         raise InvalidInputError(
-            f"dp_devices: node ids must be strings, numbers or tuples; got {_brief(dp_devices)}"
+            f"dp_devices: node ids must be strings, numbers or tuples; got {brief(dp_devices)}"
         ) from None
     if None in devices:
         raise InvalidInputError("dp_devices: a node id is missing (null)")
@@ -424,19 +413,19 @@ def _device_set(dp_devices: Any) -> frozenset:
 def _pair(edge: Any) -> tuple[Hashable, Hashable]:
     """A link as a pair of node ids (not None)."""
     if isinstance(edge, (str, bytes)):
-        raise InvalidTopologyError(f"a link must be a pair of nodes (u, v); got {_brief(edge)}")
+        raise InvalidTopologyError(f"a link must be a pair of nodes (u, v); got {brief(edge)}")
     try:
         u, v = edge
     except TypeError:
         raise InvalidTopologyError(
-            f"a link must be a pair of nodes (u, v); got {_brief(edge)}"
+            f"a link must be a pair of nodes (u, v); got {brief(edge)}"
         ) from None
     except ValueError:
         raise InvalidTopologyError(
-            f"a link must join two nodes; got {_brief(tuple(edge))}"
+            f"a link must join two nodes; got {brief(tuple(edge))}"
         ) from None
     if u is None or v is None:
-        raise InvalidInputError(f"edges: a node id is missing (null) in {_brief(edge)}")
+        raise InvalidInputError(f"edges: a node id is missing (null) in {brief(edge)}")
     return u, v
 
 
@@ -450,7 +439,7 @@ def _weight_value(value: Any, link: tuple[Hashable, Hashable]) -> float:
     number = (int, float, np.integer, np.floating)
     where = f"the weight of link {link[0]!r}-{link[1]!r}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, number):
-        raise InvalidInputError(f"{where} must be a number > 0; got {_brief(value)}")
+        raise InvalidInputError(f"{where} must be a number > 0; got {brief(value)}")
     try:
         weight = float(value)
     except OverflowError:  # an integer beyond the float range
@@ -480,7 +469,7 @@ def _weights_by_link(weights: Any, given: list[tuple[Hashable, Hashable]]) -> di
                 f"weights must be one number per link, not an array of shape {weights.shape}; "
                 "give a mapping (u, v) -> weight or a sequence aligned with the edges"
             )
-        values = list(_collection(weights, "weights", _WEIGHTS_EXPECTED))
+        values = list(check_collection(weights, "weights", _WEIGHTS_EXPECTED))
         if len(values) != len(given):
             raise InvalidInputError(
                 f"weights must have one entry per edge given ({len(given)}, in the same "
@@ -532,7 +521,7 @@ def _count_row(row: Any, node: Hashable) -> list[float]:
     """One device's class counts as floats; text, booleans and nulls are refused by name."""
     if isinstance(row, (str, bytes, Mapping)) or not isinstance(row, Iterable):
         raise InvalidInputError(
-            f"class_counts of node {node!r} must be {_COUNT_EXAMPLE}; got {_brief(row)}"
+            f"class_counts of node {node!r} must be {_COUNT_EXAMPLE}; got {brief(row)}"
         )
     values = []
     for column, value in enumerate(row):
@@ -540,7 +529,7 @@ def _count_row(row: Any, node: Hashable) -> list[float]:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, number):
             raise InvalidInputError(
                 f"class_counts of node {node!r}: class {column} must be a number of training "
-                f"rows; got {_brief(value)}"
+                f"rows; got {brief(value)}"
             )
         try:
             values.append(float(value))
@@ -580,7 +569,7 @@ def _count_matrix(class_counts: Any, nodes: Sequence[Hashable]) -> NDArray[np.fl
                 f"column per class); got shape {class_counts.shape}"
             )
         return np.array(class_counts, dtype=np.float64)
-    rows = list(_collection(class_counts, "class_counts",
+    rows = list(check_collection(class_counts, "class_counts",
                             "an (n_devices, n_classes) array of training rows per class"))
     if len(rows) != len(nodes):
         raise InvalidInputError(
@@ -781,7 +770,7 @@ class Network:
             array = np.array(positions, dtype=np.float64)
         except (TypeError, ValueError):
             raise InvalidInputError(
-                f"positions must be a numeric ({n}, 2) array of metres; got {_brief(positions)}"
+                f"positions must be a numeric ({n}, 2) array of metres; got {brief(positions)}"
             ) from None
         if array.shape != (n, 2) or not np.all(np.isfinite(array)):
             raise InvalidInputError(f"positions must be a finite ({n}, 2) array; got {array.shape}")

@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
+from .._checks import brief
 from .._io import atomic_write_text, jsonable
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
@@ -29,7 +30,6 @@ from .core import (
     FORMAT_VERSION,
     Network,
     Topology,
-    _brief,
     _check_class_counts,
     _hashable,
     _node_id,
@@ -48,13 +48,13 @@ def _delay_to_json(delay: NDArray[np.float64]) -> list[list[float | None]]:
 def _number(value: Any, what: str) -> float:
     """``value`` as a float; a bool, null or text is refused, naming ``what``."""
     if isinstance(value, bool) or value is None:
-        raise InputFileError(f"{what} must be a number; got {_brief(value)}")
+        raise InputFileError(f"{what} must be a number; got {brief(value)}")
     try:
         return float(value)
     except OverflowError:  # an integer beyond the float range
         raise InputFileError(f"{what} is too large for a float (above 1.8e308)") from None
     except (TypeError, ValueError):
-        raise InputFileError(f"{what} must be a number; got {_brief(value)}") from None
+        raise InputFileError(f"{what} must be a number; got {brief(value)}") from None
 
 
 def _finite(value: float, what: str, unit: str) -> float:
@@ -73,7 +73,7 @@ def _delay_from_json(rows: Any, n: int) -> NDArray[np.float64]:
     if not shape_ok:
         raise InputFileError(
             f"graph attribute 'delay' must be an {n} x {n} matrix (a list of {n} lists) of "
-            f"seconds, null for no link; got {_brief(rows)}"
+            f"seconds, null for no link; got {brief(rows)}"
         )
     flat = [x for row in rows for x in row]
     # null is the one spelling of "no link"; anything else must be a finite number of
@@ -194,7 +194,7 @@ def _physical_model(model: Any) -> dict[str, Any]:
     if not isinstance(model, Mapping):
         raise InputFileError(
             f"graph attribute 'physical_model' must be an object with keys "
-            f"{', '.join(_PHYSICAL_KEYS)}; got {_brief(model)}"
+            f"{', '.join(_PHYSICAL_KEYS)}; got {brief(model)}"
         )
     unknown = [key for key in model if key not in _PHYSICAL_KEYS]
     if unknown:
@@ -277,7 +277,7 @@ def _check_format_version(version: Any) -> None:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise InputFileError(
             f"graph attribute 'topokit_format' must be a whole number >= 1 (the network "
-            f"format version; this topokit writes {FORMAT_VERSION}); got {_brief(version)}"
+            f"format version; this topokit writes {FORMAT_VERSION}); got {brief(version)}"
         )
     if version > FORMAT_VERSION:
         raise InputFileError(
@@ -423,7 +423,7 @@ def _check_graphml_data(element: ElementTree.Element, keys: dict, where: str) ->
         if not valid:
             raise InputFileError(
                 f"{where} {name!r} must be {expected} (its <key> declares "
-                f'attr.type="{declared}"); got {_brief(text)}'
+                f'attr.type="{declared}"); got {brief(text)}'
             )
 
 
@@ -456,7 +456,7 @@ def _node_link_records(data: Any, path: Path) -> str:
     if not isinstance(nodes, list) or not all(isinstance(r, dict) for r in nodes):
         raise InputFileError(
             f"{path}: 'nodes' must be a list of objects such as "
-            f'{{"id": "A", "compute_time": 312}}; got {_brief(nodes)}'
+            f'{{"id": "A", "compute_time": 312}}; got {brief(nodes)}'
         )
     if not nodes:
         raise InputFileError(f"{path}: 'nodes' is empty; the social graph has no nodes")
@@ -464,14 +464,14 @@ def _node_link_records(data: Any, path: Path) -> str:
         raise InputFileError(
             f"{path}: '{edges_key}' must be a list of objects such as "
             f'{{"source": "A", "target": "B"}} ([u, v] pairs are the format of topology files); '
-            f"got {_brief(edges)}"
+            f"got {brief(edges)}"
         )
     ids = _node_ids(nodes, path)
     for k, record in enumerate(edges):
         for end in ("source", "target"):
             if end not in record:
                 raise InputFileError(
-                    f"{path}: edge {k} {_brief(record)} has no {end!r}; every edge needs "
+                    f"{path}: edge {k} {brief(record)} has no {end!r}; every edge needs "
                     "'source' and 'target'"
                 )
             record[end] = _hashable(record[end])
@@ -492,7 +492,7 @@ def _node_ids(nodes: list[dict], path: Path) -> set:
     ids: set = set()
     for k, record in enumerate(nodes):
         if record.get("id") is None:
-            raise InputFileError(f"{path}: node {k} {_brief(record)} has no 'id'")
+            raise InputFileError(f"{path}: node {k} {brief(record)} has no 'id'")
         record["id"] = _hashable(record["id"])
         try:
             node = _node_id(record["id"], f"node {k}")
@@ -669,7 +669,7 @@ def _recorded_levels(design: dict, path: Path) -> Mapping | None:
             example = ('an object device -> noise multiplier such as {"A": 4.0, "B": 3.5}'
                        if key == "noise_multipliers" else "an object, as topokit design -o writes")
             raise InputFileError(f"{path}: the design's {'.'.join(where)!r} must be {example}; "
-                                 f"got {_brief(record)}")
+                                 f"got {brief(record)}")
     return record
 
 
