@@ -333,15 +333,16 @@ def test_fused_bad_adjacency(matrix, message):
 def test_single_matrices_stay_off_the_thread_pool(monkeypatch):
     """Regression: one matrix went through the prange kernels, whose spinning threads then
     slowed the next LAPACK call about tenfold (3.9 ms instead of 0.4 ms at n = 128)."""
-    from topokit.kernels import _numba, _summary, _symmetric, _validation
+    from topokit.kernels import _fused, _gap, _hitting, _validation, _weights
 
     def refuse(*args):
         raise AssertionError("a parallel kernel was called for a single matrix")
 
-    monkeypatch.setattr(_numba, "metropolis_family_stack", refuse)
-    for name in ("hitting_times_stack", "max_hitting_time_stack", "spectral_gap_stack"):
-        monkeypatch.setattr(_symmetric, name, refuse)
-    monkeypatch.setattr(_summary, "hitting_time_and_gap_stack", refuse)
+    monkeypatch.setattr(_weights, "metropolis_family_stack", refuse)
+    for name in ("hitting_times_stack", "max_hitting_time_stack"):
+        monkeypatch.setattr(_hitting, name, refuse)
+    monkeypatch.setattr(_gap, "spectral_gap_stack", refuse)
+    monkeypatch.setattr(_fused, "hitting_time_and_gap_stack", refuse)
     monkeypatch.setattr(_validation, "scan_parallel", refuse)
     for graph in (fig_2b(), nx.connected_watts_strogatz_graph(140, 4, 0.3, seed=1)):
         transition = lazy_metropolis(graph)
@@ -688,3 +689,37 @@ def test_hitting_time_bounds_bad_options():
         kernels.hitting_time_bounds(nx.path_graph(3), method="dense")
     with pytest.raises(InvalidInputError, match="n_targets"):
         kernels.hitting_time_bounds(nx.path_graph(3), n_targets=0)
+
+
+# --- the router and the entry points that trust their input ----------------------------------
+
+
+def test_router_classifies_once_into_a_route():
+    from topokit.kernels._router import DENSE_THRESHOLD, Route, route
+
+    ring = lazy_metropolis(nx.cycle_graph(5))
+    assert route(ring) == Route(5, True, True, True, False, False)
+    apart = lazy_metropolis(nx.disjoint_union(nx.path_graph(DENSE_THRESHOLD), nx.path_graph(2)))
+    assert route(apart) == Route(DENSE_THRESHOLD + 2, True, False, False, True, True)
+    one_way = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    assert route(one_way)[1:4] == (False, True, True)
+    transient = np.array([[0.5, 0.5], [0.0, 1.0]])
+    assert route(transient)[1:4] == (False, True, False)
+
+
+@pytest.mark.parametrize("graph", [nx.cycle_graph(6), nx.karate_club_graph(),
+                                   nx.connected_watts_strogatz_graph(140, 4, 0.3, seed=1),
+                                   nx.disjoint_union(nx.path_graph(5), nx.path_graph(3))])
+def test_unchecked_entry_points_give_the_public_numbers(graph):
+    from topokit.kernels import unchecked
+
+    adjacency = nx.to_numpy_array(graph)
+    weights = lazy_metropolis(adjacency)
+    assert unchecked.hitting_time_and_gap_unchecked(adjacency) == hitting_time_and_gap(adjacency)
+    assert unchecked.walk_summary_unchecked(weights) == (max_hitting_time(weights),
+                                                          spectral_gap(weights))
+    np.testing.assert_array_equal(unchecked.hitting_times_unchecked(weights),
+                                  hitting_times(weights))
+    compiled = np.empty_like(adjacency)
+    unchecked.lazy_metropolis_one(adjacency, compiled)
+    np.testing.assert_array_equal(compiled, weights)

@@ -44,7 +44,8 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter():
 # Which top-level parts of topokit each part may import.  Data flows one way, with no
 # exception by name: shared infrastructure <- kernels, dp <- the network model <- the
 # privacy audit and the training core <- design <- validation (design x training);
-# gfl and learn stand beside them; plotting, cli and the reference twins on top.
+# gfl and learn stand beside them; plotting, the HTTP service, cli and the reference twins on
+# top.
 SHARED = {"errors", "_checks", "_io", "_random", "_compat", "_version", "_jobs"}
 _BASE = SHARED | {"kernels", "dp"}
 ALLOWED = {
@@ -60,8 +61,9 @@ ALLOWED = {
     "learn": _BASE | {"learn"},
     "plotting": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
                          "plotting"},
+    "service": _BASE | {"network", "audit", "design", "training", "validation", "service"},
     "cli": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
-                    "plotting", "cli"},
+                    "plotting", "service", "cli"},
     "testing": _BASE | {"network", "audit", "design", "training", "testing"},
 }
 

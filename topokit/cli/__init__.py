@@ -30,6 +30,7 @@ from . import export as _export
 from . import gfl as _gfl
 from . import learn as _learn
 from . import probe as _probe
+from . import serve as _serve
 from . import validate as _validate
 from ._common import handles_user_errors
 
@@ -86,6 +87,7 @@ app.command("audit")(_audit.audit_command)
 app.command("validate")(_validate.validate_command)
 app.command("calibrate")(_validate.calibrate_command)
 app.command("probe")(_probe.probe_command)
+app.command("serve")(_serve.serve_command)
 app.add_typer(_with_user_errors(_gfl.app), name="gfl")
 app.command("learn")(handles_user_errors(_learn.learn_command))
 app.command("learn-federated")(handles_user_errors(_learn.learn_federated_command))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from .._io import write_json
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS
+from ..design.report import StrangerAudit, baseline_topologies, metric_columns
 from ..errors import InvalidInputError, TopokitError
 from ._common import (
     AUDIT_MODEL_TEXT,
@@ -32,51 +32,14 @@ from ._common import (
 
 __all__ = ["analyze", "design", "generate_app", "generate_siot", "list_examples_command"]
 
-#: The privacy audit's summary entries that design and analyze show for every topology.
-STRANGER_KEYS = ("exposed_stranger_pairs", "stranger_mu_max")
-
-
-class StrangerAudit(NamedTuple):
-    """The network-privacy audit that design and analyze run on every topology they show.
-
-    Partial DP protects a device only against its direct neighbours; this says
-    what strangers learn through the gossip (``topokit audit`` gives every pair).
-    """
-
-    rounds: int                # T; 0 runs no audit
-    noise_multiplier: float    # z of every DP device
-    model: str = "gossip"      # the audit's model: one private value, or D-SGD's every round
-
-    def columns(self, net, topology,
-                noise_multiplier: float | Mapping[Any, float] | None = None) -> dict[str, Any]:
-        """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
-        ``noise_multiplier`` if given (a bounded design's own levels: z* or device -> z),
-        else the audit's z."""
-        if self.rounds == 0:
-            return {}
-        from ..audit.core import privacy_audit
-
-        z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
-        summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
-                                model=self.model).summary()
-        return {key: summary[key] for key in STRANGER_KEYS}
-
-    def settings(self) -> dict[str, Any]:
-        """What the audit columns mean, for the JSON outputs."""
-        from ..audit.core import privacy_audit
-
-        knows = privacy_audit.__kwdefaults__["observer_knows_own_noise"]
-        return {"rounds": self.rounds, "noise_multiplier": self.noise_multiplier,
-                "model": self.model, "observer_knows_own_noise": knows}
-
-    def caption(self) -> str:
-        """One line under the table saying what the audit rows are."""
-        if self.rounds == 0:
-            return "stranger audit skipped (--audit-rounds 0)"
-        return (f"stranger rows: privacy audit of {AUDIT_MODEL_TEXT[self.model]} over T = "
-                f"{self.rounds} rounds, z = "
-                f"{self.noise_multiplier:.4g} on every DP device (mu-GDP; an exposed pair has "
-                "mu = inf); every pair: topokit audit")
+def audit_caption(audit: StrangerAudit) -> str:
+    """One line under the table saying what the audit rows are."""
+    if audit.rounds == 0:
+        return "stranger audit skipped (--audit-rounds 0)"
+    return (f"stranger rows: privacy audit of {AUDIT_MODEL_TEXT[audit.model]} over T = "
+            f"{audit.rounds} rounds, z = "
+            f"{audit.noise_multiplier:.4g} on every DP device (mu-GDP; an exposed pair has "
+            "mu = inf); every pair: topokit audit")
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
@@ -154,7 +117,7 @@ def analyze(
         return
     title = f"{net.name or network}: {net.n_devices} devices, {label}"
     console.print(metrics_table(title, columns))
-    console.print(audit.caption(), soft_wrap=True)
+    console.print(audit_caption(audit), soft_wrap=True)
 
 
 def _topology_for(net, path: Path):
@@ -175,40 +138,6 @@ def _design_with_progress(net, predictor, *, n_jobs: int, trace: bool, nep_patie
     with reporting_progress("DP budgets", total=net.n_devices + 1, quiet=quiet) as report:
         return autotag(net, predictor, n_jobs=n_jobs, progress=report, trace=trace,
                        nep_patience=nep_patience)
-
-
-def baseline_topologies(net, design, *, seed: int) -> dict[str, Any]:
-    """The baselines next to an AutoTag design: NDLF, DLFDP and DeepPrivacy-ERG."""
-    from ..design.baselines import dlfdp, erg, ndlf
-
-    topologies = {"NDLF": ndlf(net), "DLFDP": dlfdp(net)}
-    try:
-        topologies["ERG"] = erg(net, seed=seed, reference=design)
-    except InvalidInputError:
-        pass  # no connected random graph with AutoTag's link count: nothing to compare
-    return topologies
-
-
-def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: StrangerAudit,
-                   chosen=None) -> dict[str, dict[str, Any]]:
-    """One column of metrics per topology, each with its stranger audit (if asked for).
-
-    A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
-    shown as optimize made it: its metrics and its audit at the noise it chose
-    (z*, or each DP device's own level).
-    """
-    from ..design.metrics import evaluate
-
-    bound = None if chosen is None else chosen.stats.get("stranger_bound")
-
-    def column(name: str, topology) -> dict[str, Any]:
-        if bound is not None and name == "optimize":
-            return {**chosen.metrics.to_dict(),
-                    **audit.columns(net, chosen.topology, bound.get(
-                        "noise_multipliers", bound["noise_multiplier"]))}
-        return {**evaluate(net, topology, predictor).to_dict(), **audit.columns(net, topology)}
-
-    return {name: column(name, topology) for name, topology in topologies.items()}
 
 
 METHODS = ("optimize", "autotag")
@@ -316,7 +245,7 @@ def design(
         print_json(payload)
         return
     _print_design(net, network, method, chosen, columns)
-    console.print(audit.caption(), soft_wrap=True)
+    console.print(audit_caption(audit), soft_wrap=True)
     bound = chosen.stats.get("stranger_bound")
     if bound is not None:
         console.print(_bound_caption(bound), soft_wrap=True)

@@ -50,8 +50,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from ..kernels._config import NJIT_FLAGS
-from ..kernels._numba import _lazy_metropolis_one, hitting_times_one
+from ..kernels import NJIT_FLAGS
+from ..kernels.unchecked import hitting_times_one, lazy_metropolis_one
 
 RTOL = 1e-9  # relative tie tolerance for scores and pseudo times (see topokit.autotag)
 
@@ -607,7 +607,7 @@ def _ensure_hitting_times(graph, fund):
             _fresh_inverse(graph, fund)
         _hitting_matrix(fund.Z, fund.M)
     else:
-        _lazy_metropolis_one(graph.adjacency.astype(np.float64), fund.transition)
+        lazy_metropolis_one(graph.adjacency.astype(np.float64), fund.transition)
         hitting_times_one(fund.transition, fund.M)
     fund.state[_M_VALID] = 1
 

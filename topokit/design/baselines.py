@@ -24,8 +24,8 @@ from numba import njit, prange
 
 from .._random import SeedLike, check_random_state, sample_connected_edges
 from ..errors import InvalidInputError
-from ..kernels._config import PARALLEL_FLAGS
-from ..kernels._numba import _lazy_metropolis_one, hitting_times_one
+from ..kernels import PARALLEL_FLAGS
+from ..kernels.unchecked import hitting_times_one, lazy_metropolis_one
 from ..network.core import Network, Topology
 from ._autotag import _linear_coefficients, _problem
 from .metrics import evaluate
@@ -345,7 +345,7 @@ def _exhaustive(n_dev, pi, pj, social, t, coef_h, coef_phi, intercept, n_chunks)
                 if (mask >> k) & 1:
                     adjacency[pi[k], pj[k]] = 1.0
                     adjacency[pj[k], pi[k]] = 1.0
-            _lazy_metropolis_one(adjacency, transition)
+            lazy_metropolis_one(adjacency, transition)
             hitting_times_one(transition, times)
             H = times.max()
             pseudo = (coef_h * H + coef_phi * n_dp / n_dev + intercept) * L

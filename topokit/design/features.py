@@ -51,7 +51,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
-from ..kernels import hitting_time_and_gap, lazy_metropolis, max_hitting_time, spectral_gap
+from ..kernels import lazy_metropolis
+from ..kernels.unchecked import hitting_time_and_gap_unchecked, walk_summary_unchecked
 from ..network.core import Network, Topology, _check_class_counts
 from ..network.quantities import adjacency_matrix
 
@@ -563,6 +564,9 @@ def walk_summary(adjacency: NDArray[np.float64],
     :func:`topokit.validate` every trial of the same topology, so the results of
     the last :data:`WALK_CACHE_SIZE` matrices are kept, keyed by a digest of the
     exact bytes (the same matrix gives the same numbers; a pure function).
+    The matrices are trusted, not validated (see :mod:`topokit.kernels.unchecked`):
+    ``adjacency`` a symmetric 0/1 matrix, ``weights`` a symmetric doubly
+    stochastic matrix with entries >= 0, as topokit builds them.
 
     Examples
     --------
@@ -600,10 +604,12 @@ def _walk_key(adjacency: NDArray[np.float64], weights: NDArray[np.float64] | Non
 
 def _compute_walk(adjacency: NDArray[np.float64],
                   weights: NDArray[np.float64] | None) -> tuple[float, float]:
+    # Matrices topokit built: the kernels' trusting entry points, no second validation.
     if weights is None:
-        hitting, gap = hitting_time_and_gap(adjacency)
+        adjacency = np.ascontiguousarray(adjacency, dtype=np.float64)
+        hitting, gap = hitting_time_and_gap_unchecked(adjacency)
     else:
-        hitting, gap = max_hitting_time(weights), spectral_gap(weights)
+        hitting, gap = walk_summary_unchecked(np.ascontiguousarray(weights, dtype=np.float64))
     return float(hitting), float(gap)
 
 

@@ -20,7 +20,7 @@ One iteration i of the algorithm (journal [1]_ eqs. 6-8; updates journal
 Everything runs on arrays of shape (rows, P, L, ...), where the rows are the
 variants of :func:`run_many` (schemes, noise levels, step sizes, share modes)
 times the repetitions.  The local SGD of all clients is one call of a Numba
-kernel (:func:`_local_kernel`, flags from :mod:`topokit.kernels._config`);
+kernel (:func:`_local_kernel`, flags ``topokit.kernels.NJIT_FLAGS``);
 :func:`_local_updates_numpy` is its numpy-vectorised twin (a Python loop over
 the at most ``epochs[1]`` epochs only).  Aggregation, server noise and the
 combine step are array expressions.  Variants share their random draws
@@ -53,7 +53,7 @@ from .._io import jsonable
 from .._random import spawn_generators
 from ..dp import laplace_scale
 from ..errors import EncodingOverflowError, InvalidInputError
-from ..kernels._config import NJIT_FLAGS
+from ..kernels import NJIT_FLAGS
 from .config import GFLConfig
 from .perturbations import _homomorphic_from_draws, _random_mask, combination_matrix
 from .secagg import secure_aggregate

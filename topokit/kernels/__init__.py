@@ -20,14 +20,30 @@ function                        computes
 ==============================  ================================================
 
 The dense functions accept one matrix of shape (n, n) or a stack of shape
-(k, n, n), and process stacks in parallel.  They are validated wrappers over
-private kernels: :mod:`._validation` (one compiled pass of input checks),
-:mod:`._numba` (weights; the general hitting-time kernel), :mod:`._symmetric`
-(H, hitting times and gap of symmetric doubly stochastic matrices, the common
-input), :mod:`._summary` (weights, H and gap fused), :mod:`._dense` (LAPACK for
-one large matrix: Cholesky and Lanczos), :mod:`._sparse` and :mod:`._large`
-(large sparse graphs), :mod:`._fmmc` (fastest-mixing weights [3]_: an SDP
-for small graphs, a smoothed accelerated subgradient method beyond).
+(k, n, n), and process stacks in parallel.  They validate, then call the
+private kernels, one module per quantity:
+
+===============================  ========================================================
+module                           holds
+===============================  ========================================================
+:mod:`._validation`              the input checks, one compiled pass over a stack
+:mod:`._router`                  :func:`~._router.route`: a single matrix classified once
+                                 (symmetric? connected? size class) into a ``Route``
+:mod:`._weights`                 Lazy-Metropolis and Metropolis weights
+:mod:`._hitting`                 hitting times and H: the general kernel, the symmetric
+                                 fast path, LAPACK (Cholesky or LU) for one large matrix
+:mod:`._gap`                     the spectral gap: Sturm-count bisection (the one), or
+                                 LAPACK (dsyevr, Lanczos) for one large matrix
+:mod:`._fused`                   weights, H and gap of a graph in one kernel
+:mod:`._connectivity`            symmetry and connectivity tests of a matrix's support
+:mod:`._workspace`               the per-matrix workspace of the kernels above
+:mod:`._sparse`, :mod:`._large`  large sparse graphs: Lanczos gap, bounds on H
+:mod:`._fmmc`                    fastest-mixing weights [3]_: an SDP for small graphs, a
+                                 smoothed accelerated subgradient method beyond
+:mod:`._config`                  Numba flags (``NJIT_FLAGS``, ``PARALLEL_FLAGS``), chunks
+:mod:`.unchecked`                entry points that trust their input, for topokit's own
+                                 callers that already hold valid matrices
+===============================  ========================================================
 
 A single matrix never enters Numba's thread pool: it runs on the calling
 thread (or, when large, in LAPACK).  Waking the pool costs more than the
@@ -49,14 +65,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InvalidInputError
-from . import _dense, _numba, _summary, _symmetric
+from . import _weights
+from . import unchecked as unchecked
+from ._config import NJIT_FLAGS as NJIT_FLAGS
+from ._config import PARALLEL_FLAGS as PARALLEL_FLAGS
+from ._config import chunks
 from ._fmmc import FastestMixing, fastest_mixing_weights
 from ._large import HittingTimeBounds, hitting_time_bounds, sparse_spectral_gap
+from ._router import FUSED_SINGLE_MAX as FUSED_SINGLE_MAX
 from ._validation import checked_adjacency, checked_matrices
 
 __all__ = [
@@ -73,18 +92,9 @@ __all__ = [
     "FastestMixing",
 ]
 
-#: Up to this many nodes, :func:`hitting_time_and_gap` of one matrix runs the fused
-#: serial kernel (the numbers :func:`topokit.evaluate` reports); larger single matrices go
-#: to LAPACK (Cholesky inverse, Lanczos on it for the gap).  Measured on 2 idle cores at
-#: n = 256: 4.0 ms fused, 1.9 ms LAPACK, 4.1 ms for numpy's inv and eigvalsh; the LAPACK
-#: path is faster from about n = 160, but moving the limit would change the last bits of
-#: the designs' metrics between 160 and 256 nodes.
-FUSED_SINGLE_MAX = 256
-
-
-def _chunks() -> int:
-    """Chunks of a stack for the parallel kernels (each chunk allocates its workspace once)."""
-    return _summary.CHUNKS_PER_THREAD * numba.get_num_threads()
+# Also public, outside __all__ (names for topokit's own compiled code): NJIT_FLAGS and
+# PARALLEL_FLAGS, the Numba flags of every kernel; FUSED_SINGLE_MAX; and the module
+# topokit.kernels.unchecked, entry points that trust their input.
 
 
 def lazy_metropolis(graph: Any) -> NDArray[np.float64]:
@@ -114,9 +124,9 @@ def lazy_metropolis(graph: Any) -> NDArray[np.float64]:
     stack, single = checked_adjacency(graph)
     if single:
         weights = np.empty_like(stack[0])
-        _numba._lazy_metropolis_one(stack[0], weights)
+        _weights.lazy_metropolis_one(stack[0], weights)
         return weights
-    return _numba.metropolis_family_stack(stack, 2.0, 0.0, _chunks())
+    return _weights.metropolis_family_stack(stack, 2.0, 0.0, chunks())
 
 
 def metropolis(graph: Any) -> NDArray[np.float64]:
@@ -130,65 +140,13 @@ def metropolis(graph: Any) -> NDArray[np.float64]:
     stack, single = checked_adjacency(graph)
     if single:
         weights = np.empty_like(stack[0])
-        _numba._metropolis_one(stack[0], weights)
+        _weights.metropolis_one(stack[0], weights)
         return weights
-    return _numba.metropolis_family_stack(stack, 1.0, 1.0, _chunks())
+    return _weights.metropolis_family_stack(stack, 1.0, 1.0, chunks())
 
 
 def _transition_stack(transition: Any) -> tuple[NDArray[np.float64], bool]:
     return checked_matrices(transition, "A", stochastic=True)
-
-
-def _connected_symmetric(matrix: NDArray[np.float64]) -> bool:
-    """A large single matrix that takes the Cholesky route (see :mod:`._dense`)?"""
-    return (matrix.shape[0] >= _dense.DENSE_THRESHOLD
-            and _dense.symmetric_doubly_stochastic(matrix) and _dense.connected_symmetric(matrix))
-
-
-def _use_dense(stack: NDArray[np.float64]) -> bool:
-    """One large irreducible matrix: LAPACK's threads beat a single Numba kernel."""
-    return (
-        stack.shape[0] == 1
-        and stack.shape[1] >= _dense.DENSE_THRESHOLD
-        and _dense.strongly_connected(stack[0])
-    )
-
-
-def _raise_on_status(status: NDArray[np.int64]) -> None:
-    bad = np.flatnonzero(status == _numba.REDUCIBLE_WITH_TRANSIENT_STATES)
-    if bad.size:
-        where = "" if status.size == 1 else f" (matrix {int(bad[0])} of the stack)"
-        raise InvalidInputError(
-            f"A has transient states{where}: some node can leave a group of nodes it can never "
-            "return to, so hitting times depend on absorption probabilities. Use a symmetric "
-            "weight matrix such as topokit.lazy_metropolis(G)."
-        )
-
-
-def _hitting_times_single(transition: NDArray[np.float64]) -> NDArray[np.float64]:
-    """One matrix: Cholesky or LU in LAPACK when large, else the serial kernel."""
-    if _connected_symmetric(transition):
-        times = _dense.hitting_times_symmetric(transition)
-        if times is not None:
-            return times
-    if _use_dense(transition[None]):
-        return _dense.hitting_times_dense(transition)
-    times = np.empty_like(transition)
-    status = _symmetric.hitting_times_one_fast(transition, times)
-    _raise_on_status(np.array([status]))
-    return times
-
-
-def _max_hitting_time_single(transition: NDArray[np.float64]) -> float:
-    if _connected_symmetric(transition):
-        largest = _dense.max_hitting_time_symmetric(transition)
-        if largest is not None:
-            return largest
-    if _use_dense(transition[None]):
-        return float(_dense.hitting_times_dense(transition).max())
-    largest, status = _symmetric.max_hitting_time_one(transition)
-    _raise_on_status(np.array([status]))
-    return float(largest)
 
 
 def hitting_times(transition: Any) -> NDArray[np.float64]:
@@ -224,11 +182,7 @@ def hitting_times(transition: Any) -> NDArray[np.float64]:
     [[0.0, 4.0, 4.0], [4.0, 0.0, 4.0], [4.0, 4.0, 0.0]]
     """
     stack, single = _transition_stack(transition)
-    if single:
-        return _hitting_times_single(stack[0])
-    times, status = _symmetric.hitting_times_stack(stack, _chunks())
-    _raise_on_status(status)
-    return times
+    return unchecked.hitting_times_unchecked(stack[0] if single else stack)
 
 
 def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
@@ -238,11 +192,7 @@ def max_hitting_time(transition: Any) -> float | NDArray[np.float64]:
     ``inf`` for a disconnected graph.
     """
     stack, single = _transition_stack(transition)
-    if single:
-        return _max_hitting_time_single(stack[0])
-    largest, status = _symmetric.max_hitting_time_stack(stack, _chunks())
-    _raise_on_status(status)
-    return largest
+    return unchecked.max_hitting_time_unchecked(stack[0] if single else stack)
 
 
 def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
@@ -257,12 +207,7 @@ def spectral_gap(transition: Any) -> float | NDArray[np.float64]:
         If A is not symmetric or not row-stochastic.
     """
     stack, single = checked_matrices(transition, "A", stochastic=True, symmetric=True)
-    if single and stack.shape[1] >= _dense.GAP_DENSE_THRESHOLD \
-            and _dense.connected_symmetric(stack[0]):
-        return _dense.spectral_gap_dense(stack[0])
-    if single:
-        return float(_symmetric.spectral_gap_one(stack[0]))
-    return _symmetric.spectral_gap_stack(stack, _chunks())
+    return unchecked.spectral_gap_unchecked(stack[0] if single else stack)
 
 
 def hitting_time_and_gap(
@@ -278,7 +223,7 @@ def hitting_time_and_gap(
     ``FUSED_SINGLE_MAX`` nodes runs serially on the calling thread (no thread
     pool), which is what :func:`topokit.evaluate` uses; larger single
     matrices go to LAPACK (a Cholesky inverse for H, Lanczos on it for the
-    gap; see :mod:`topokit.kernels._dense`).  For graphs too large for a dense
+    gap; see :mod:`topokit.kernels._fused`).  For graphs too large for a dense
     n x n matrix, see :func:`sparse_spectral_gap` and :func:`hitting_time_bounds`.
 
     Parameters
@@ -327,21 +272,4 @@ def hitting_time_and_gap(
     """
     # The fused kernels read any non-zero off-diagonal entry as a link: no 0/1 copy needed.
     stack, single = checked_adjacency(graph)
-    n = stack.shape[-1]
-    if single and n <= FUSED_SINGLE_MAX:
-        hitting, gap = _summary.hitting_time_and_gap_one(stack[0])
-        return float(hitting), float(gap)
-    if single:
-        return _hitting_time_and_gap_unfused(stack[0])
-    return _summary.hitting_time_and_gap_stack(stack, _chunks())
-
-
-def _hitting_time_and_gap_unfused(adjacency: NDArray[np.float64]) -> tuple[float, float]:
-    """One large matrix: Cholesky in LAPACK, or the serial kernels if the graph is disconnected."""
-    weights = np.empty_like(adjacency)
-    _numba._lazy_metropolis_one(adjacency, weights)
-    if _connected_symmetric(weights):
-        result = _dense.hitting_time_and_gap_symmetric(weights)
-        if result is not None:
-            return result
-    return _max_hitting_time_single(weights), float(_symmetric.spectral_gap_one(weights))
+    return unchecked.hitting_time_and_gap_unchecked(stack[0] if single else stack)

@@ -19,7 +19,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from .._checks import check_choice, check_int_at_least
 from ..errors import InvalidInputError
-from . import _dense
+from ._hitting import cholesky_in_place, inverse_in_place, largest_time_from_upper
 from ._sparse import (
     SparseWalk,
     hitting_times_to,
@@ -159,10 +159,10 @@ def _exact_hitting_time(walk: SparseWalk) -> float:
     self_weight = 1.0 - walk.row_sums
     diagonal = np.arange(n)
     shifted[diagonal, diagonal] = (1.0 - self_weight) + uniform
-    upper = _dense.inverse_in_place(_dense.cholesky_in_place(shifted.T))
+    upper = inverse_in_place(cholesky_in_place(shifted.T))
     if upper is None:  # numerically singular: a gap below round-off
         return np.inf
-    return _dense.largest_time_from_upper(upper)
+    return largest_time_from_upper(upper)
 
 
 class _Sweep(NamedTuple):

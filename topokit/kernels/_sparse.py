@@ -115,7 +115,7 @@ def sparse_adjacency(graph: Any) -> sp.csr_array:
 def _weights_and_row_sums(indptr, indices, weights, row_sums):
     """w_ij = min(1/(2 deg_i), 1/(2 deg_j)) on the links of a CSR pattern; row sums in order.
 
-    The same numbers as the dense ``_numba._metropolis_weights_into`` (which
+    The same numbers as the dense ``_weights._metropolis_weights_into`` (which
     adds the zeros of non-links, leaving each sum unchanged).
     """
     n = indptr.shape[0] - 1

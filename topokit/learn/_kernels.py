@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels._config import NJIT_FLAGS
+from ..kernels import NJIT_FLAGS
 
 
 @njit(**NJIT_FLAGS)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from topokit.design.predictor import GlobalIteratePredictor
-from topokit.kernels import _numba
+from topokit.kernels import unchecked
 
 RTOL = 1e-9  # scores / pseudo times within this relative distance are ties
 
@@ -37,9 +37,9 @@ def hitting_matrix(adjacency):
     """
     n = adjacency.shape[0]
     transition = np.empty((n, n))
-    _numba._lazy_metropolis_one(np.ascontiguousarray(adjacency, dtype=np.float64), transition)
+    unchecked.lazy_metropolis_one(np.ascontiguousarray(adjacency, dtype=np.float64), transition)
     times = np.empty((n, n))
-    _numba.hitting_times_one(transition, times)
+    unchecked.hitting_times_one(transition, times)
     return times
 
 

@@ -5,7 +5,7 @@ Their plain-numpy twins, which ``tests/training/test_training.py`` compares them
 ``Model.gradient`` (``shift_logits`` + ``clipped_residual``), ``scores().argmax``
 and ``Model.accuracy`` (``argmax_classes``, ``count_correct``,
 ``count_correct_certified``), ``np.isfinite(...).all()`` (``all_finite``) and
-scipy's CSR product (``csr_mix``).  Flags come from :mod:`topokit.kernels._config`.
+scipy's CSR product (``csr_mix``).  Flags come from ``topokit.kernels.NJIT_FLAGS``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels._config import NJIT_FLAGS
+from ..kernels import NJIT_FLAGS
 
 _TINY = 1e-12
 

@@ -1,0 +1,82 @@
+"""What a design is reported with: every reference design's metrics beside it, and what
+strangers learn from each (``topokit design``, ``topokit analyze``, the HTTP service)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from ..errors import InvalidInputError
+
+__all__ = ["StrangerAudit", "STRANGER_KEYS", "baseline_topologies", "metric_columns"]
+
+#: The privacy audit's summary entries that design and analyze show for every topology.
+STRANGER_KEYS = ("exposed_stranger_pairs", "stranger_mu_max")
+
+
+class StrangerAudit(NamedTuple):
+    """The network-privacy audit that design and analyze run on every topology they show.
+
+    Partial DP protects a device only against its direct neighbours; this says
+    what strangers learn through the gossip (``topokit audit`` gives every pair).
+    """
+
+    rounds: int                # T; 0 runs no audit
+    noise_multiplier: float    # z of every DP device
+    model: str = "gossip"      # the audit's model: one private value, or D-SGD's every round
+
+    def columns(self, net, topology,
+                noise_multiplier: float | Mapping[Any, float] | None = None) -> dict[str, Any]:
+        """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
+        ``noise_multiplier`` if given (a bounded design's own levels: z* or device -> z),
+        else the audit's z."""
+        if self.rounds == 0:
+            return {}
+        from ..audit.core import privacy_audit
+
+        z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
+        summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
+                                model=self.model).summary()
+        return {key: summary[key] for key in STRANGER_KEYS}
+
+    def settings(self) -> dict[str, Any]:
+        """What the audit columns mean, for the JSON outputs."""
+        from ..audit.core import privacy_audit
+
+        knows = privacy_audit.__kwdefaults__["observer_knows_own_noise"]
+        return {"rounds": self.rounds, "noise_multiplier": self.noise_multiplier,
+                "model": self.model, "observer_knows_own_noise": knows}
+
+
+def baseline_topologies(net, design, *, seed: int) -> dict[str, Any]:
+    """The baselines next to an AutoTag design: NDLF, DLFDP and DeepPrivacy-ERG."""
+    from ..design.baselines import dlfdp, erg, ndlf
+
+    topologies = {"NDLF": ndlf(net), "DLFDP": dlfdp(net)}
+    try:
+        topologies["ERG"] = erg(net, seed=seed, reference=design)
+    except InvalidInputError:
+        pass  # no connected random graph with AutoTag's link count: nothing to compare
+    return topologies
+
+
+def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: StrangerAudit,
+                   chosen=None) -> dict[str, dict[str, Any]]:
+    """One column of metrics per topology, each with its stranger audit (if asked for).
+
+    A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
+    shown as optimize made it: its metrics and its audit at the noise it chose
+    (z*, or each DP device's own level).
+    """
+    from ..design.metrics import evaluate
+
+    bound = None if chosen is None else chosen.stats.get("stranger_bound")
+
+    def column(name: str, topology) -> dict[str, Any]:
+        if bound is not None and name == "optimize":
+            return {**chosen.metrics.to_dict(),
+                    **audit.columns(net, chosen.topology, bound.get(
+                        "noise_multipliers", bound["noise_multiplier"]))}
+        return {**evaluate(net, topology, predictor).to_dict(), **audit.columns(net, topology)}
+
+    return {name: column(name, topology) for name, topology in topologies.items()}

@@ -1,0 +1,251 @@
+"""A durable job store in one SQLite file, shared safely by several servers.
+
+Every change is one transaction (``BEGIN IMMEDIATE``), so a job is never seen
+half-written.  A job moves ``queued -> running -> done | failed``, or
+``queued -> cancelled``.  :meth:`JobStore.claim` is one atomic
+``UPDATE ... WHERE status = 'queued'``: two servers on one store never run the
+same job.  A running job records its owner (host and process id);
+:meth:`JobStore.recover` puts back in the queue the jobs whose owner on this
+host has died (a killed server), or fails them with a reason once they have
+been tried ``max_attempts`` times, so that no job stays ``running`` forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Job", "JobStore", "IdempotencyConflict", "STATUSES", "FINAL_STATUSES"]
+
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+FINAL_STATUSES = ("done", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    request TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    idempotency_key TEXT UNIQUE,
+    result TEXT,
+    error TEXT,
+    owner TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
+"""
+
+
+class IdempotencyConflict(Exception):
+    """An idempotency key already names a job made from another request."""
+
+    def __init__(self, key: str, job_id: str):
+        super().__init__(f"Idempotency-Key {key!r} was used for a different request (job "
+                         f"{job_id}); send a new key for a new request")
+        self.job_id = job_id
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the store; ``request`` and ``result`` decoded from JSON."""
+
+    id: str
+    kind: str
+    status: str
+    request: dict[str, Any]
+    result: Any
+    error: str | None
+    attempts: int
+    created: float
+    updated: float
+
+    @classmethod
+    def _of(cls, row: sqlite3.Row) -> Job:
+        return cls(id=row["id"], kind=row["kind"], status=row["status"],
+                   request=json.loads(row["request"]),
+                   result=None if row["result"] is None else json.loads(row["result"]),
+                   error=row["error"], attempts=row["attempts"], created=row["created"],
+                   updated=row["updated"])
+
+
+def this_owner() -> str:
+    """The owner name of this process's running jobs: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_dead(owner: str | None) -> bool:
+    """Whether ``owner`` (``host:pid``) is a process of this host that no longer runs."""
+    if not owner:
+        return True
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another host's server: only it knows whether it still runs the job
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class JobStore:
+    """The jobs table of the SQLite file ``path`` (created if absent).
+
+    Parameters
+    ----------
+    path : str or Path
+        The database file.  Several processes may share it.
+    max_attempts : int, default 3
+        How many times a job may be started before :meth:`recover` fails it
+        instead of queueing it again.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, max_attempts: int = 3):
+        self.path = Path(path)
+        self.max_attempts = max_attempts
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+        finally:
+            conn.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside ``BEGIN IMMEDIATE``: committed on success, else rolled back."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def submit(self, kind: str, request: dict[str, Any], *, digest: str,
+               idempotency_key: str | None = None) -> tuple[Job, bool]:
+        """Queue a job; return it and whether it is new.
+
+        With ``idempotency_key``, a key seen before returns its job (same
+        ``digest``) or raises :class:`IdempotencyConflict` (another digest).
+        """
+        now = time.time()
+        with self._transaction() as db:
+            if idempotency_key is not None:
+                row = db.execute("SELECT * FROM jobs WHERE idempotency_key = ?",
+                                 (idempotency_key,)).fetchone()
+                if row is not None:
+                    if row["request_digest"] != digest:
+                        raise IdempotencyConflict(idempotency_key, row["id"])
+                    return Job._of(row), False
+            job_id = uuid.uuid4().hex
+            db.execute(
+                "INSERT INTO jobs (id, kind, status, request, request_digest, idempotency_key, "
+                "created, updated) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (job_id, kind, json.dumps(request), digest, idempotency_key, now, now))
+            row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return Job._of(row), True
+
+    def get(self, job_id: str) -> Job | None:
+        """The job ``job_id``, or None."""
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        finally:
+            conn.close()
+        return None if row is None else Job._of(row)
+
+    def claim(self, owner: str) -> Job | None:
+        """Take the oldest queued job for ``owner`` (now ``running``), or None if none is queued."""
+        with self._transaction() as db:
+            row = db.execute("SELECT id FROM jobs WHERE status = 'queued' "
+                             "ORDER BY created LIMIT 1").fetchone()
+            if row is None:
+                return None
+            claimed = db.execute(
+                "UPDATE jobs SET status = 'running', owner = ?, attempts = attempts + 1, "
+                "updated = ? WHERE id = ? AND status = 'queued'",
+                (owner, time.time(), row["id"])).rowcount
+            if claimed != 1:
+                return None
+            row = db.execute("SELECT * FROM jobs WHERE id = ?", (row["id"],)).fetchone()
+        return Job._of(row)
+
+    def finish(self, job_id: str, owner: str, *, result: Any = None,
+               error: str | None = None) -> bool:
+        """Record a running job's ``result`` (done) or ``error`` (failed) in one transaction.
+
+        ``result`` is JSON text.  Returns False if ``owner`` no longer holds the job.
+        """
+        status = "failed" if error is not None else "done"
+        with self._transaction() as db:
+            changed = db.execute(
+                "UPDATE jobs SET status = ?, result = ?, error = ?, updated = ? "
+                "WHERE id = ? AND status = 'running' AND owner = ?",
+                (status, result, error, time.time(), job_id, owner)).rowcount
+        return changed == 1
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Cancel ``job_id`` if it is queued; return the job as it now is (None: no such job)."""
+        with self._transaction() as db:
+            db.execute("UPDATE jobs SET status = 'cancelled', updated = ? "
+                       "WHERE id = ? AND status = 'queued'", (time.time(), job_id))
+            row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return None if row is None else Job._of(row)
+
+    def recover(self) -> dict[str, int]:
+        """Queue again (or fail, after ``max_attempts``) the running jobs of dead servers.
+
+        Returns how many jobs were re-queued and failed.
+        """
+        counts = {"requeued": 0, "failed": 0}
+        with self._transaction() as db:
+            rows = db.execute("SELECT id, owner, attempts FROM jobs "
+                              "WHERE status = 'running'").fetchall()
+            for row in rows:
+                if not _owner_dead(row["owner"]):
+                    continue
+                if row["attempts"] >= self.max_attempts:
+                    db.execute(
+                        "UPDATE jobs SET status = 'failed', error = ?, owner = NULL, "
+                        "updated = ? WHERE id = ? AND status = 'running'",
+                        (f"the server stopped while running this job {row['attempts']} times; "
+                         "not trying again", time.time(), row["id"]))
+                    counts["failed"] += 1
+                else:
+                    db.execute("UPDATE jobs SET status = 'queued', owner = NULL, updated = ? "
+                               "WHERE id = ? AND status = 'running'", (time.time(), row["id"]))
+                    counts["requeued"] += 1
+        return counts
+
+    def counts(self) -> dict[str, int]:
+        """How many jobs have each status."""
+        conn = self._connect()
+        try:
+            rows = conn.execute("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
+            found = {row["status"]: row["n"] for row in rows}
+        finally:
+            conn.close()
+        return {status: found.get(status, 0) for status in STATUSES}
