@@ -73,6 +73,9 @@ def probe_command(
         help="The predictor to calibrate: 'default', 'mlp' or a predictor JSON file."),
     seed: int = typer.Option(0, "--seed", help="Seed of optimize, ERG and random topologies."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder to write the probes to."),
+    workload_file: Path = typer.Option(
+        None, "--workload", help="A workload JSON file (topokit.Workload.save): the probes are "
+                                 "chosen for its noise, clipping, batch size and local steps."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Choose k topologies whose training runs calibrate a predictor best.
@@ -84,13 +87,15 @@ def probe_command(
     network, topology, target, measured_rounds, horizon; index.csv gives the
     first two) and refit with `topokit calibrate runs.csv --refit default`.
     """
+    from ..design.workload import load_workload
     from ..validation.probes import probe_index, probe_topologies
 
     check_seed_option(seed)
     _check_folder(output)
     net = resolve_network(network, example)
-    probes = probe_topologies(net, k, predictor=predictor, seed=seed)
-    index = probe_index(net, probes, predictor=predictor)
+    settings = None if workload_file is None else load_workload(workload_file)
+    probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)
+    index = probe_index(net, probes, predictor=predictor, settings=settings)
     index.insert(1, "network", NETWORK_NAME)
     index.insert(2, "topology", [f"{name}.json" for name in probes])
     _write_probes(output, net, probes, index)

@@ -236,6 +236,10 @@ def calibrate_command(
         0.0, "--prior-strength",
         help="With --refit: keep the coefficients near the refitted predictor's (lambda of a "
              "Gaussian prior on them; 0: none; e.g. 10)."),
+    workload_file: Path = typer.Option(
+        None, "--workload", help="A workload JSON file (topokit.Workload.save): the settings "
+                                 "your own runs trained with (their features are computed "
+                                 "with them)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Fit the global-iterate predictor on measured runs and write it as JSON.
@@ -248,6 +252,7 @@ def calibrate_command(
     per run and target (network file, topology or design file, target,
     rounds to reach it or empty, rounds run; see `topokit probe`).
     """
+    from ..design.workload import load_workload
     from ..validation.core import calibrate
 
     check_output_option(output)
@@ -260,7 +265,8 @@ def calibrate_command(
                                 "coefficients; add --refit default (or mlp, or its file)")
     result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
                        positive=positive, seed=seed, predictor=refit,
-                       prior_strength=prior_strength)
+                       prior_strength=prior_strength,
+                       settings=None if workload_file is None else load_workload(workload_file))
     result.save(output)
     if as_json:
         print_json({**result.to_dict(), "output": str(output)})

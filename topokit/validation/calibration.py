@@ -49,7 +49,7 @@ from .result import FEATURE_COLUMNS, ValidationResult
 from .stats import correlation
 
 __all__ = ["calibrate", "leave_network_out", "CalibrationResult", "CALIBRATION_COLUMNS",
-           "USER_RUN_COLUMNS"]
+           "USER_RUN_COLUMNS", "feature_settings_for"]
 
 #: Columns :func:`calibrate` needs.
 CALIBRATION_COLUMNS = ("topology", "target", "hitting_time", "phi", "local_iterate",
@@ -583,10 +583,12 @@ def calibrate(
         columns.  ``r2`` and ``cv_rmse`` are then NaN (rounds may be
         infinite); the Spearman correlations rank never-reached runs slowest.
         ``use_noise_variance`` and ``positive`` do not apply.
-    settings : FeatureSettings, optional
+    settings : FeatureSettings or Workload, optional
         The training settings of the runs (noise multiplier, clipping norm,
         batch size, ...): a user's table's features are computed with them,
-        and the refit predictor records them.  Default: the predictor's
+        and the refit predictor records them.  A
+        :class:`~topokit.design.workload.Workload` stands for its settings
+        (:func:`feature_settings_for`).  Default: the predictor's
         (``FeatureSettings()`` without one).
     prior_strength : float >= 0, default 0
         lambda, the weight of a prior that keeps the refit's coefficients
@@ -673,6 +675,7 @@ def calibrate(
     if seed is not None:  # the folds' KFold takes seeds below 2**32
         seed = check_int(seed, "seed", low=0, high=2**32 - 1)
     model = None if predictor is None else _time_predictor(predictor)
+    settings = feature_settings_for(settings, model)
     refit = _check_refit(model, settings, prior_strength)
     if settings is None and model is not None:
         settings = model.feature_settings
@@ -751,11 +754,31 @@ class _Refit(NamedTuple):
     base: Any  # the predictor refitted, the prior's centre (None without one)
 
 
+def feature_settings_for(settings: Any, predictor: Any = None) -> FeatureSettings | None:
+    """``settings`` as the FeatureSettings that describe runs: a
+    :class:`~topokit.design.workload.Workload` gives ``predictor``'s settings at that
+    workload (:func:`~topokit.design.time_predictor.predictor_at_workload`; the shipped
+    default predictor's when ``predictor`` is None); FeatureSettings or None as given.
+
+    >>> from topokit import Workload
+    >>> feature_settings_for(Workload(epsilon=0.5, batch_size=32)).batch_size
+    32
+    """
+    from ..design.time_predictor import load_predictor, predictor_at_workload
+    from ..design.workload import Workload
+
+    if not isinstance(settings, Workload):
+        return settings
+    base = load_predictor("default") if predictor is None else predictor
+    return predictor_at_workload(base, settings).feature_settings
+
+
 def _check_refit(model: Any, settings: Any, prior_strength: Any) -> _Refit:
     """The settings a user's table is described with, and the prior, checked."""
     if settings is not None and not isinstance(settings, FeatureSettings):
         raise InvalidInputError(
-            f"settings must be a topokit FeatureSettings or None; got {type(settings).__name__}")
+            "settings must be a topokit FeatureSettings, a Workload or None; got "
+            f"{type(settings).__name__}")
     strength = check_real(prior_strength, "prior_strength", low=0)
     if strength > 0 and model is None:
         raise InvalidInputError(

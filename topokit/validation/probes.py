@@ -40,6 +40,7 @@ from ..design.time_predictor import (
 )
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
+from .calibration import feature_settings_for
 
 __all__ = ["probe_topologies", "probe_index", "RANDOM_PER_PROBE", "MAX_PROBES"]
 
@@ -60,15 +61,19 @@ FIXED_PROBES = ("ndlf", "optimize")
 def _check_arguments(net: Any, settings: Any) -> None:
     if not isinstance(net, Network):
         raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
-    if settings is not None and not isinstance(settings, FeatureSettings):
+    from ..design.workload import Workload
+
+    if settings is not None and not isinstance(settings, (FeatureSettings, Workload)):
         raise InvalidInputError(
-            f"settings must be a topokit FeatureSettings or None; got {type(settings).__name__}")
+            "settings must be a topokit FeatureSettings, a Workload or None; got "
+            f"{type(settings).__name__}")
 
 
 def _probe_predictor(predictor: Any, settings: FeatureSettings | None) -> TrainingTimePredictor:
     """The fitted TrainingTimePredictor whose features the probes spread over, with
     ``settings`` (a copy) when given."""
     model = load_predictor(predictor)
+    settings = feature_settings_for(settings, model)
     if not isinstance(model, TrainingTimePredictor) or not hasattr(model, "mean_"):
         raise InvalidInputError(
             "probes are spread over a fitted TrainingTimePredictor's features ('default', "
@@ -174,10 +179,11 @@ def probe_topologies(
         How many probes (each is a training run, or one per trial, to make).
     predictor : "default", "mlp", path or TrainingTimePredictor, default "default"
         The fitted predictor to be calibrated.
-    settings : FeatureSettings, optional
+    settings : FeatureSettings or Workload, optional
         The training settings of the workload the probes will be run with
-        (noise multiplier, clipping norm, batch size, ...); default the
-        predictor's.  The features and optimize's design use them.
+        (noise multiplier, clipping norm, batch size, ...; a
+        :class:`~topokit.design.workload.Workload` stands for its settings);
+        default the predictor's.  The features and optimize's design use them.
     seed : int, Generator or None
         Seeds optimize, ERG and the random topologies; the same int gives
         the same probes.
