@@ -35,5 +35,5 @@ def test_a_workload_and_a_disagreeing_option_is_one_line(tmp_path):
     Workload(target=0.5, rounds=6).save(path)
     result = runner.invoke(app, ["validate", *SMALL, "--workload", str(path), "--rounds", "9"])
     assert result.exit_code == 2
-    assert "disagrees with the workload" in result.output
+    assert "--rounds come from --workload" in result.output
     assert "Traceback" not in result.output

@@ -175,6 +175,11 @@ def validate_command(
     check_int(audit_rounds, "--audit-rounds", low=0)
     if skewness is not None:
         check_real(skewness, "--skewness", low=0, high=1)
+    given = [name for name, value in (("--targets", targets), ("--rounds", rounds))
+             if value is not None]
+    if workload_file is not None and given:
+        raise InvalidInputError(f"{' and '.join(given)} come from --workload; drop them (set "
+                                "them in the workload file)")
     net = resolve_network(network, example)
     model = load_predictor(str(predictor)) if predictor else None
     train_kwargs = {} if rounds is None else {"rounds": rounds}
