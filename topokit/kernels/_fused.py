@@ -50,6 +50,7 @@ from ._gap import (
 )
 from ._hitting import (
     _invert_spd_in_place,
+    _largest_time,
     fundamental_upper,
     largest_time_from_upper,
     max_hitting_time_routed,
@@ -96,17 +97,7 @@ def _hitting_time_and_gap(adjacency, fundamental, work, vectors, seen, stack):
         work[i, i] = self_weight
         fundamental[i, i] = 1.0 - self_weight + uniform
     _invert_spd_in_place(fundamental, vectors[_P])
-    # H = max_ij (z_jj - z_ij) / pi_j, column maxima first (whole-row loops vectorise).
-    column_max = vectors[_V]
-    for j in range(n):
-        column_max[j] = 0.0
-    for i in range(n):
-        for j in range(n):
-            term = fundamental[j, j] - fundamental[i, j]
-            column_max[j] = term if term > column_max[j] else column_max[j]
-    largest = 0.0
-    for j in range(n):
-        largest = max(largest, column_max[j] / uniform)
+    largest = _largest_time(fundamental, vectors[_V])  # H = max_ij (z_jj - z_ij) / pi_j
     _tridiagonalize_in_place(work, vectors)
     second = eigenvalue_of_rank(vectors[_DIAGONAL], vectors[_OFF_SQUARED], n, n - 2, False)
     return largest, 1.0 - abs(second)
