@@ -116,6 +116,7 @@ ROUND_TRIPS = [
     Workload(model="cnn", epsilon=0.5, delta=1e-6, max_grad_norm=0.5, batch_size=32,
              local_steps=2, target=0.7, rounds=500, n_samples=60000, n_classes=10),
     Workload(model="mlp", noise_multiplier=4.25),
+    Workload(target=0.55, ceiling=0.62),
 ]
 
 
@@ -125,7 +126,7 @@ def test_dict_round_trip(workload):
     assert Workload.from_dict(json.loads(json.dumps(data))) == workload
     assert set(data) == {"model", "epsilon", "delta", "max_grad_norm", "batch_size",
                          "local_steps", "target", "rounds", "n_samples", "n_classes",
-                         "noise_multiplier"}
+                         "noise_multiplier", "ceiling"}
 
 
 @pytest.mark.parametrize("workload", ROUND_TRIPS)

@@ -28,9 +28,10 @@ def blind_design(toy):
 
 
 def test_the_fitted_workload_gives_the_design_without_one(toy, blind_design):
+    # The default predictor named: its own workload is inside its fit.
     with warnings.catch_warnings():
         warnings.simplefilter("error", TopokitWarning)  # inside the fit: no warning
-        told = optimize(toy, seed=0, workload=Workload())
+        told = optimize(toy, seed=0, predictor="default", workload=Workload())
     assert told.topology == blind_design.topology
     assert told.metrics.pseudo_time == blind_design.metrics.pseudo_time
     record = told.stats["workload"]
@@ -42,7 +43,8 @@ def test_the_fitted_workload_gives_the_design_without_one(toy, blind_design):
 
 def test_a_workload_outside_the_fit_keeps_the_vouched_design_and_says_why(toy, blind_design):
     with pytest.warns(TopokitWarning, match="outside what the predictor was fitted on"):
-        told = optimize(toy, seed=0, workload=Workload(epsilon=0.5, target=0.92))
+        told = optimize(toy, seed=0, predictor="default",
+                        workload=Workload(epsilon=0.5, target=0.92))
     assert told.topology == blind_design.topology
     record = told.stats["workload"]
     assert record["extrapolated"] is True
@@ -51,7 +53,7 @@ def test_a_workload_outside_the_fit_keeps_the_vouched_design_and_says_why(toy, b
 
 
 def test_a_workload_dict_is_read_as_a_workload(toy, blind_design):
-    told = optimize(toy, seed=0, workload={"epsilon": 1.0})
+    told = optimize(toy, seed=0, predictor="default", workload={"epsilon": 1.0})
     assert told.topology == blind_design.topology
 
 

@@ -155,9 +155,10 @@ def design(
     predictor: Path = typer.Option(
         None, "--predictor",
         help="'default' (topokit's fitted TrainingTimePredictor, fitted on logistic "
-             "regression; the default of --method optimize), 'mlp' (the same fitted on MLP "
-             "runs: for neural networks), 'paper' (eq. 15; the default of --method autotag) "
-             "or a predictor JSON file (topokit calibrate)."),
+             "regression; the default of --method optimize), 'workload' (fitted across "
+             "epsilon and targets; the default with --epsilon/--target/--workload), 'mlp' "
+             "(fitted on MLP runs: for neural networks), 'paper' (eq. 15; the default of "
+             "--method autotag) or a predictor JSON file (topokit calibrate)."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the design as JSON."),
     plot: Path = typer.Option(None, "--plot", help="Draw the topology and trade-off (PNG)."),
     n_jobs: int = typer.Option(
@@ -205,7 +206,6 @@ def design(
     `analyze --topology`), --plot draws it.
     """
     from .._checks import check_choice
-    from ..design.time_predictor import load_predictor
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
@@ -231,7 +231,7 @@ def design(
                                         audit_model=audit.model, mixing=mixing,
                                         per_device_noise=not uniform_noise,
                                         ndlf_margin=ndlf_margin, workload=workload)
-        model = load_predictor(model)
+        model = _judge(chosen, model)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
                "stranger_audit": audit.settings()}
@@ -268,6 +268,17 @@ def _bound_caption(bound: dict[str, Any]) -> str:
             "audited and predicted at those levels")
 
 
+def _judge(chosen, given: Any):
+    """The predictor that judged optimize's design, at the workload it designed for (the
+    design's record), to judge the reference designs alike."""
+    from ..design.time_predictor import KIND, TrainingTimePredictor, load_predictor
+
+    record = (chosen.predictor or {}).get("record") or {}
+    if record.get("kind") == KIND:
+        return TrainingTimePredictor.from_dict(record)
+    return load_predictor("default" if given is None else given)
+
+
 def _design_predictor(method: str, predictor: Path | None):
     """The predictor of a design run (optimize: its name or path, recorded in the design).
 
@@ -276,8 +287,8 @@ def _design_predictor(method: str, predictor: Path | None):
     from ..design.predictor import GlobalIteratePredictor
     from ..design.time_predictor import load_predictor
 
-    if predictor is None:
-        return "default" if method == "optimize" else None
+    if predictor is None:  # optimize's own default: the shipped predictor for the workload
+        return None
     if method == "optimize":
         load_predictor(str(predictor))  # fails now on a bad name or file, before any work
         return str(predictor)

@@ -65,6 +65,8 @@ from .time_predictor import (
     load_predictor,
     predict_topology,
     predictor_at_workload,
+    shipped_predictor_for,
+    workload_ceiling,
     workload_outside,
 )
 from .workload import Workload, load_workload
@@ -107,6 +109,8 @@ __all__ = [
     "load_workload",
     "workload_outside",
     "predictor_at_workload",
+    "workload_ceiling",
+    "shipped_predictor_for",
     "autotag",
     "optimize",
     "default_mixing",

@@ -124,12 +124,12 @@ from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from .predictor import GlobalIteratePredictor
 from .result import Candidate, Design
 from .time_predictor import (
-    FEATURE_TRANSFORMS,
     PREDICTOR_NAMES,
     TrainingTimePredictor,
     load_predictor,
     predict_topology,
     predictor_at_workload,
+    shipped_predictor_for,
     warn_outside,
     workload_outside,
 )
@@ -251,8 +251,7 @@ class _Objective:
             oriented = np.array([features.hitting_time, features.phi])
         else:
             rounds = self.predictor.predict_features(features)
-            oriented = np.array([FEATURE_TRANSFORMS[name](np.array(getattr(features, name)))
-                                 for name in self.predictor.features], dtype=np.float64)
+            oriented = self.predictor.oriented_rows([features])[0]
         iterate = features.local_iterate
         paper_rounds = _PAPER.predict_one(features.hitting_time, features.phi)
         return _Score(float(rounds) * iterate, float(rounds), iterate, oriented,
@@ -616,16 +615,22 @@ def optimize(
     workload : Workload, optional
         What the user trains (:class:`~topokit.design.workload.Workload`: model,
         epsilon and delta per round, clipping norm, batch size, local steps,
-        target, horizon).  Where it is the workload the predictor was fitted on
+        target, horizon, the model's ceiling).  With ``predictor`` None it is
+        judged by the shipped predictor that covers it
+        (:func:`~topokit.design.time_predictor.shipped_predictor_for`:
+        ``"workload"``, fitted across epsilon 0.25-8 and targets near and far
+        from the ceiling, for logistic regression).  Where the workload lies
+        inside what the predictor was fitted on
         (:func:`~topokit.design.time_predictor.workload_outside` finds nothing),
-        the design is the one without it.  Where it lies outside, the predictor
-        would extrapolate (a search at a noise level it never saw leaves the
-        region it knows); optimize then keeps to the designs it can vouch for,
-        those it makes at the settings it was fitted on, says so in a
-        :class:`~topokit.errors.TopokitWarning`,
-        and records in ``stats["workload"]`` the workload, the reasons, and the
-        design's predicted time at the workload's settings (an extrapolation).
-        None (default): the predictor's own settings, as before workloads.
+        the search runs at the workload's noise and target
+        (:func:`~topokit.design.time_predictor.predictor_at_workload`).  Where it
+        lies outside, the predictor would extrapolate (a search at a noise level
+        it never saw leaves the region it knows); optimize then keeps to the
+        designs it can vouch for, those it makes at the settings it was fitted
+        on, and says so in a :class:`~topokit.errors.TopokitWarning`.  Either
+        way ``stats["workload"]`` records the workload, the reasons, and the
+        design's predicted rounds at the workload's settings.  None (default):
+        the predictor's own settings, as before workloads.
 
     Returns
     -------
@@ -770,7 +775,7 @@ def _optimize(net: Network, options: OptimizeOptions):
     _check_options(net, options.n_starts, options.max_evaluations, options.trust_region,
                    options.progress)
     workers = worker_count(options.n_jobs)
-    model, description = _resolve_predictor(options.predictor)
+    model, description, outside = _predictor_at(options.predictor, options.workload)
     mixing = options.mixing if options.mixing is not None else default_mixing(model)
     ndlf_margin = options.ndlf_margin
     if ndlf_margin is None:
@@ -823,23 +828,41 @@ def _optimize(net: Network, options: OptimizeOptions):
                                options.per_device_noise)
     if options.workload is not None:
         stats["workload"] = _workload_record(net, model, topology, options.workload,
-                                             options.class_counts)
+                                             options.class_counts, outside)
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
 
 
-def _workload_record(net: Network, model: Any, topology: Topology, workload: Workload,
-                     class_counts: ArrayLike | None) -> dict[str, Any]:
-    """What ``stats["workload"]`` records; warns where the workload lies outside the fit.
+def _predictor_at(predictor: Any, workload: Workload | None
+                  ) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
+    """The predictor the search runs with, its record, and where ``workload`` lies outside it.
 
-    The search ran at the predictor's own settings either way: inside the fit they
-    are the workload's, outside they are the ones whose designs it can vouch for.
+    Without a predictor named, a workload is judged by the shipped predictor that
+    covers it (:func:`~topokit.design.time_predictor.shipped_predictor_for`).  Inside
+    what the predictor was fitted on, the search runs at the workload's settings
+    (:func:`~topokit.design.time_predictor.predictor_at_workload`); outside, at the
+    predictor's own, whose designs it can vouch for, and a warning says so.
     """
-    reasons = workload_outside(model, workload)
-    warn_outside(reasons, "optimize designed at the settings the predictor was fitted on, "
+    if predictor is None and workload is not None:
+        predictor = shipped_predictor_for(workload)
+    model, description = _resolve_predictor(predictor)
+    if workload is None:
+        return model, description, ()
+    outside = workload_outside(model, workload)
+    warn_outside(outside, "optimize designed at the settings the predictor was fitted on, "
                           "whose designs it can vouch for")
+    if not outside:
+        model = predictor_at_workload(model, workload)
+        description = {**description, "record": model.to_dict()}
+    return model, description, outside
+
+
+def _workload_record(net: Network, model: Any, topology: Topology, workload: Workload,
+                     class_counts: ArrayLike | None, reasons: tuple[str, ...]) -> dict[str, Any]:
+    """What ``stats["workload"]`` records: the workload, where it lies outside the fit, and the
+    design's predicted rounds at the workload's settings (an extrapolation when outside)."""
     at_workload = predict_topology(net, topology, class_counts=class_counts,
                                    predictor=predictor_at_workload(model, workload))
     return {"workload": workload.to_dict(), "outside": list(reasons),
@@ -1018,13 +1041,11 @@ def _scored_at(objective: _Objective, state: _State, weights: NDArray[np.float64
                noise: NDArray[np.float64], need: NoiseRequirement) -> _Score:
     """The score with DP device j adding noise[j] (node order) instead of the common z*,
     with the predictor's probability of reaching the target."""
-    from .time_predictor import feature_matrix
-
     settings = replace(objective.settings, noise_multiplier=need.noise_multiplier,
                        device_noise_multipliers=tuple(noise.tolist()))
     features = objective.features(state, settings, weights)
     reach = objective.predictor.reach_probability(
-        feature_matrix([features], objective.predictor.features))[0]
+        objective.predictor.feature_rows([features]))[0]
     return objective.score_features(features)._replace(
         noise=need, device_noise=settings.device_noise_multipliers, reach=float(reach))
 

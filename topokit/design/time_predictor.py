@@ -25,9 +25,10 @@ not reached (or the topology is disconnected).  The features are those of
 :func:`load_predictor` gives ``"paper"`` (eq. 15, unchanged), ``"default"``
 (the predictor shipped in topokit's data, fitted by
 ``analyses/predictor_corpus.py`` on logistic-regression runs), ``"mlp"`` (the
-one fitted on MLP runs, ``--model mlp``) or a JSON file written by ``save`` (either
-kind).  :func:`predict_topology` computes a topology's features and predicts
-its rounds in one call.
+one fitted on MLP runs, ``--model mlp``), ``"workload"`` (fitted across DP
+budgets, targets and data sets, ``analyses/workload_predictor.py``) or a JSON
+file written by ``save`` (either kind).  :func:`predict_topology` computes a
+topology's features and predicts its rounds in one call.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ from .predictor import GlobalIteratePredictor, _check_file_version
 from .workload import _REL_TOL, Workload, check_workload
 
 __all__ = [
+    "shipped_predictor_for",
     "workload_outside",
+    "workload_ceiling",
     "predictor_at_workload",
     "TrainingTimePredictor",
     "load_predictor",
@@ -89,6 +92,13 @@ def _identity(values: NDArray) -> NDArray:
     return values
 
 
+def _closeness(values: NDArray) -> NDArray:
+    """-log(1 - c) of the target's closeness c = target / ceiling: 0 far below the ceiling,
+    growing without bound as the target nears it, ``inf`` at or beyond it."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(values < 1.0, -np.log1p(-np.minimum(values, 1.0)), np.inf)
+
+
 #: How each feature enters the models: a transform increasing in "worse for training"
 #: (slower mixing, more noise, more heterogeneity).  A feature not listed here has no
 #: orientation and cannot be used.
@@ -103,7 +113,14 @@ FEATURE_TRANSFORMS: dict[str, Callable[[NDArray], NDArray]] = {
     "heterogeneity_local": _identity,
     "heterogeneity_neighbourhood": _identity,
     "heterogeneity_disagreement": _identity,
+    "target_closeness": _closeness,
 }
+
+#: Features of the workload rather than of the topology: a column of a runs table, and for
+#: :class:`TopologyFeatures` the predictor's own ``target_closeness``.
+WORKLOAD_FEATURES = ("target_closeness",)
+#: The noise features, which a predictor with ``noise_scale`` takes as log(1 + x / scale).
+NOISE_FEATURES = ("noise_felt", "noise_average", "noise_disagreement")
 
 #: The features of the default predictor.
 DEFAULT_FEATURES = (
@@ -117,7 +134,7 @@ DEFAULT_FEATURES = (
 )
 
 #: Names :func:`load_predictor` knows besides file paths: eq. (15) and the shipped fits.
-PREDICTOR_NAMES = ("default", "paper", "mlp")
+PREDICTOR_NAMES = ("default", "paper", "mlp", "workload")
 #: The shipped fits: name -> the model whose runs it was fitted on.
 SHIPPED_PREDICTORS = {"default": "logreg", "mlp": "mlp"}
 #: The shipped fit of each of topokit's models (the inverse of :data:`SHIPPED_PREDICTORS`).
@@ -129,11 +146,14 @@ _THRESHOLD = 0.5
 _ALWAYS = 30.0
 
 
-def feature_matrix(rows: Any, features: Sequence[str] = DEFAULT_FEATURES) -> NDArray[np.float64]:
+def feature_matrix(rows: Any, features: Sequence[str] = DEFAULT_FEATURES,
+                   context: Mapping[str, float] | None = None) -> NDArray[np.float64]:
     """Rows of named features as an (n_rows, n_features) float array in ``features`` order.
 
     ``rows`` is a pandas DataFrame with those columns, or a sequence of
-    :class:`TopologyFeatures` or mappings.
+    :class:`TopologyFeatures` or mappings.  ``context`` gives the features of
+    the workload (:data:`WORKLOAD_FEATURES`) that a row does not hold: one
+    value for every row.
     """
     features = _check_features(features)
     if hasattr(rows, "columns"):
@@ -141,7 +161,14 @@ def feature_matrix(rows: Any, features: Sequence[str] = DEFAULT_FEATURES) -> NDA
         if missing:
             raise InvalidInputError(f"the table lacks feature column(s) {', '.join(missing)}")
         return rows[list(features)].to_numpy(dtype=np.float64)
-    records = [row.to_dict() if isinstance(row, TopologyFeatures) else row for row in rows]
+    context = dict(context or {})
+    records = [{**context, **(row.to_dict() if isinstance(row, TopologyFeatures) else row)}
+               for row in rows]
+    absent = [name for name in features if records and name not in records[0]]
+    if absent:
+        raise InvalidInputError(
+            f"feature {absent[0]!r} is a setting of the workload, not of the topology: give "
+            "the predictor a workload (topokit.predictor_at_workload)")
     return np.array([[float(record[name]) for name in features] for record in records],
                     dtype=np.float64).reshape(len(records), len(features))
 
@@ -250,6 +277,19 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
     horizon : float, default 200.0
         The target round T of the runs fitted on: a run that never reached
         the target is right-censored there (its rounds are > T).
+    noise_scale : float > 0, optional
+        With a value s, every noise feature x (:data:`NOISE_FEATURES`) enters
+        as log(1 + x / (s m)), m its median positive value in the runs fitted
+        on (``noise_reference_``): a DP device's harm grows with the log of its
+        noise rather than its variance, which is what a corpus spanning epsilon
+        = 0.25-8 measures (``analyses/workload_predictor.py``).  None
+        (default): as they are (a fit at one noise level).
+    target_closeness : float > 0, optional
+        The target's closeness to the accuracy the model reaches without noise
+        (target / ceiling) at which :meth:`predict_features` predicts, for a
+        predictor with the feature ``target_closeness`` (a column of ``X`` in
+        :meth:`fit` and :meth:`predict`); set by
+        :func:`predictor_at_workload`.
 
     Attributes
     ----------
@@ -270,6 +310,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         Runs fitted on, and how many of them never reached the target.
     provenance_ : dict
         What the predictor was fitted on (set when loaded from a file).
+    noise_reference_ : dict
+        With ``noise_scale``: m of each noise feature (name -> value).
 
     Notes
     -----
@@ -298,17 +340,68 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
 
     def __init__(self, *, features: Sequence[str] = DEFAULT_FEATURES,
                  settings: FeatureSettings | None = None, C: float = 10.0,
-                 horizon: float = 200.0):
+                 horizon: float = 200.0, noise_scale: float | None = None,
+                 target_closeness: float | None = None):
         self.features = features
         self.settings = settings
         self.C = C
         self.horizon = horizon
+        self.noise_scale = noise_scale
+        self.target_closeness = target_closeness
 
     # -- fitting -----------------------------------------------------------------------------
 
     def _transform(self, X: NDArray) -> NDArray:
-        columns = [FEATURE_TRANSFORMS[name](X[:, j]) for j, name in enumerate(self.features)]
+        columns = [self._transform_one(name, X[:, j]) for j, name in enumerate(self.features)]
         return np.column_stack(columns) if columns else np.empty((X.shape[0], 0))
+
+    def _transform_one(self, name: str, values: NDArray) -> NDArray:
+        if self.noise_scale is not None and name in NOISE_FEATURES:
+            return np.log1p(values / (self.noise_scale * self.noise_reference_[name]))
+        return FEATURE_TRANSFORMS[name](values)
+
+    def _set_noise_reference(self, X: NDArray, prior: TrainingTimePredictor | None) -> None:
+        """m of each noise feature: the prior's (its coefficients hold on its scale), else
+        the median positive value of X's column (1 where none is positive)."""
+        if prior is not None and getattr(prior, "noise_scale", None) != self.noise_scale:
+            raise InvalidInputError(
+                f"the prior's noise_scale {getattr(prior, 'noise_scale', None)} differs from "
+                f"this predictor's {self.noise_scale}; a prior holds for the same transforms "
+                "only")
+        if self.noise_scale is None:
+            return
+        if prior is not None:
+            self.noise_reference_ = dict(prior.noise_reference_)
+            return
+        reference = {}
+        for j, name in enumerate(self.features):
+            if name in NOISE_FEATURES:
+                positive = X[:, j][X[:, j] > 0]
+                reference[name] = float(np.median(positive)) if positive.size else 1.0
+        self.noise_reference_ = reference
+
+    @property
+    def feature_context(self) -> dict[str, float]:
+        """The workload's features that :class:`TopologyFeatures` do not hold (name -> value)."""
+        if "target_closeness" not in self.features or self.target_closeness is None:
+            return {}
+        return {"target_closeness": float(self.target_closeness)}
+
+    def feature_rows(self, features: Sequence[TopologyFeatures]) -> NDArray[np.float64]:
+        """:func:`feature_matrix` of topologies' features with this predictor's context."""
+        return feature_matrix(features, self.features, self.feature_context)
+
+    def oriented_rows(self, features: Sequence[TopologyFeatures]) -> NDArray[np.float64]:
+        """The features of each topology (rows) transformed so that larger is worse, before
+        standardisation (:data:`FEATURE_TRANSFORMS`, log noise with ``noise_scale``)."""
+        with np.errstate(invalid="ignore"):
+            return self._transform(self.feature_rows(features))
+
+    def standardised_rows(self, features: Sequence[TopologyFeatures]) -> NDArray[np.float64]:
+        """The oriented, standardised features z of each topology (rows), as the models see
+        them."""
+        check_is_fitted(self)
+        return self._standardise_checked(self.feature_rows(features))
 
     def _check_width(self, width: int) -> None:
         expected = len(self.features)
@@ -344,17 +437,20 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         """
         _check_features(self.features)
         check_real(self.C, "C", low=0, closed="neither")
+        if self.noise_scale is not None:
+            check_real(self.noise_scale, "noise_scale", low=0, closed="neither")
         X = validate_data(self, X, dtype=np.float64)
         self._check_width(X.shape[1])
         y = _check_rounds(y)
         check_consistent_length(X, y)
+        strength = check_real(prior_strength, "prior_strength", low=0)
+        self._set_noise_reference(X, prior if strength > 0 else None)
         Z = self._transform(X)
         if not np.all(np.isfinite(Z)):
             raise InvalidInputError(
                 "features must be finite and positive where a log or inverse is taken "
                 "(a disconnected topology cannot be fitted on)"
             )
-        strength = check_real(prior_strength, "prior_strength", low=0)
         centre = self._prior_centre(prior) if strength > 0 else None
         if centre is None:
             self.mean_ = Z.mean(axis=0)
@@ -458,7 +554,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         # Features computed by topokit are numbers or inf, in the predictor's order: no
         # need for predict's checks, which cost more than the features of a small graph.
-        rounds = self._rounds(self._standardise_checked(feature_matrix(rows, self.features)))
+        rounds = self._rounds(self._standardise_checked(self.feature_rows(rows)))
         rounds = np.where([row.connected for row in rows], rounds, np.inf)
         return float(rounds[0]) if single else rounds
 
@@ -493,7 +589,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
             "version": _FORMAT_VERSION,
             "features": list(self.features),
             "settings": self.feature_settings.to_dict(),
-            "params": {"C": float(self.C), "horizon": float(self.horizon)},
+            "params": self._params_record(),
             "model": {
                 "mean": self.mean_.tolist(), "scale": self.scale_.tolist(),
                 "reach_coef": self.reach_coef_.tolist(),
@@ -502,9 +598,20 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                 "rounds_intercept": float(self.rounds_intercept_),
                 "rounds_sigma": float(self.rounds_sigma_),
                 "n_samples_fit": self.n_samples_fit_, "n_never_fit": self.n_never_fit_,
+                **({"noise_reference": dict(self.noise_reference_)}
+                   if self.noise_scale is not None else {}),
             },
             "provenance": {"topokit_version": __version__, **record},
         }
+
+    def _params_record(self) -> dict[str, float]:
+        """The hyper-parameters as written; those left at None are left out, so files written
+        before they existed read and predict the same."""
+        params = {"C": float(self.C), "horizon": float(self.horizon)}
+        for name in ("noise_scale", "target_closeness"):
+            if getattr(self, name) is not None:
+                params[name] = float(getattr(self, name))
+        return params
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainingTimePredictor:
@@ -519,7 +626,11 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
             predictor = cls(features=features, settings=settings,
                             C=_fitted_number(params["C"], "params.C", positive=True),
                             horizon=_fitted_number(params["horizon"], "params.horizon",
-                                                   positive=True))
+                                                   positive=True),
+                            **{name: _fitted_number(params[name], f"params.{name}",
+                                                    positive=True)
+                               for name in ("noise_scale", "target_closeness")
+                               if name in params})
             _restore_model(predictor, data["model"])
         except InputFileError:
             raise
@@ -576,6 +687,18 @@ def _restore_model(predictor: TrainingTimePredictor, model: Mapping[str, Any]) -
     predictor.n_samples_fit_ = _fitted_count(model["n_samples_fit"], "model.n_samples_fit")
     predictor.n_never_fit_ = _fitted_count(model["n_never_fit"], "model.n_never_fit")
     predictor.n_features_in_ = width
+    if predictor.noise_scale is not None:
+        predictor.noise_reference_ = _noise_reference(model["noise_reference"], predictor.features)
+
+
+def _noise_reference(values: Any, features: Sequence[str]) -> dict[str, float]:
+    """model.noise_reference of a file: a positive number for every noise feature used."""
+    if not isinstance(values, Mapping):
+        raise InputFileError(f"model.noise_reference must map each noise feature to a number; "
+                             f"got {brief(values)}{_REFIT}")
+    return {name: _fitted_number(values.get(name), f"model.noise_reference.{name}",
+                                 positive=True)
+            for name in features if name in NOISE_FEATURES}
 
 
 #: How to fix a predictor file whose fitted values are broken.
@@ -656,7 +779,7 @@ def load_predictor(name_or_path: str | Path | Predictor) -> Predictor:
 
     Parameters
     ----------
-    name_or_path : {"default", "paper", "mlp"}, path or predictor
+    name_or_path : {"default", "paper", "mlp", "workload"}, path or predictor
         ``"paper"``: DeepPrivacy's eq. (15), :class:`GlobalIteratePredictor`
         unfitted.  ``"default"``: the :class:`TrainingTimePredictor` shipped
         with topokit, fitted on logistic-regression runs
@@ -665,7 +788,13 @@ def load_predictor(name_or_path: str | Path | Predictor) -> Predictor:
         ``"mlp"``: the one shipped for topokit's MLP, fitted the same way on
         MLP runs (``predictor_mlp.json``, ``analyses/predictor_corpus.py
         --model mlp``): use it when the model trained is a neural network,
-        whose rounds answer the topology differently.  A path: a JSON file
+        whose rounds answer the topology differently.  ``"workload"``: the one
+        fitted across workloads (``predictor_workload.json``,
+        ``analyses/workload_predictor.py``: epsilon 0.25-8 per round, targets
+        far from and near the ceiling, two data sets), whose features carry
+        the workload's noise and its target's closeness to the ceiling
+        (:func:`predictor_at_workload`); :func:`topokit.optimize` judges a
+        workload with it unless told another predictor.  A path: a JSON file
         written by either predictor's ``save`` (or ``topokit calibrate``).  A
         predictor object is returned unchanged.
 
@@ -831,10 +960,57 @@ def workload_outside(predictor: str | os.PathLike | Predictor,
     if not isinstance(predictor, TrainingTimePredictor):
         return ()
     provenance = getattr(predictor, "provenance_", None) or {}
+    ranges = provenance.get("fitted_ranges")
+    if isinstance(ranges, Mapping):  # a predictor fitted across workloads
+        return (*_models_reasons(workload, provenance.get("trained_models") or ()),
+                *_range_reasons(workload, predictor, ranges),
+                *_settings_reasons(workload, predictor.feature_settings),
+                *_goal_reasons(workload, {}, predictor.horizon))
     return (*_model_reasons(workload, _trained_model(provenance)),
             *_noise_reasons(workload, predictor.feature_settings.noise_multiplier),
             *_settings_reasons(workload, predictor.feature_settings),
             *_goal_reasons(workload, provenance, predictor.horizon))
+
+
+def _models_reasons(workload: Workload, trained: Sequence[str]) -> tuple[str, ...]:
+    if not trained or workload.model in trained:
+        return ()
+    return (f"model {workload.model!r} is not among the models the predictor was fitted on "
+            f"({', '.join(map(repr, trained))})",)
+
+
+def workload_ceiling(predictor: TrainingTimePredictor, workload: Workload) -> float | None:
+    """The accuracy ``workload``'s model reaches without noise: the workload's ``ceiling``,
+    else the one ``predictor`` measured for that model on topokit's default data, else None.
+
+    >>> workload_ceiling(load_predictor("default"), Workload(ceiling=0.6))
+    0.6
+    """
+    if workload.ceiling is not None:
+        return workload.ceiling
+    known = (getattr(predictor, "provenance_", None) or {}).get("ceilings") or {}
+    value = known.get(workload.model) if isinstance(known, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _range_reasons(workload: Workload, predictor: TrainingTimePredictor,
+                   ranges: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where the workload's noise multiplier and target closeness leave the ranges fitted."""
+    reasons = []
+    values = {"noise_multiplier": workload.resolved_noise_multiplier}
+    if "target_closeness" in predictor.features:
+        ceiling = workload_ceiling(predictor, workload)
+        if ceiling is None:
+            reasons.append(f"the accuracy model {workload.model!r} reaches without noise is "
+                           "unknown: give the workload's ceiling (ceiling_probe measures it)")
+        else:
+            values["target_closeness"] = workload.target / ceiling
+    for name, value in values.items():
+        low, high = ranges.get(name, (-math.inf, math.inf))
+        if not low * (1 - _REL_TOL) <= value <= high * (1 + _REL_TOL):
+            reasons.append(f"{name.replace('_', ' ')} {value:.4g} lies outside the "
+                           f"{low:.4g}-{high:.4g} the predictor was fitted on")
+    return tuple(reasons)
 
 
 def _trained_model(provenance: Mapping[str, Any]) -> str | None:
@@ -893,13 +1069,34 @@ def _goal_reasons(workload: Workload, provenance: Mapping[str, Any],
     return tuple(reasons)
 
 
+def shipped_predictor_for(workload: Workload | None) -> str:
+    """The shipped predictor that judges ``workload`` when the user names none.
+
+    ``"workload"`` (fitted across DP budgets, targets and data sets) for the
+    models it was fitted on, else the one shipped for the workload's model
+    (:data:`SHIPPED_FOR_MODEL`: ``"mlp"`` for the MLP), else ``"default"``;
+    ``"default"`` without a workload.
+
+    >>> shipped_predictor_for(None), shipped_predictor_for(Workload(epsilon=0.5))
+    ('default', 'workload')
+    """
+    if workload is None:
+        return "default"
+    fitted = (load_predictor("workload").provenance_ or {}).get("trained_models") or ()
+    if workload.model in fitted:
+        return "workload"
+    return SHIPPED_FOR_MODEL.get(workload.model, "default")
+
+
 def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
     """A copy of ``predictor`` that computes a topology's features at ``workload``'s settings.
 
     The noise multiplier, clipping norm, batch size and local steps (and the data
-    size, where the workload knows it) replace the predictor's own; its fitted
-    coefficients stay, so where :func:`workload_outside` names a reason the
-    prediction is an extrapolation.  Eq. (15) sees none of these settings and is
+    size, where the workload knows it) replace the predictor's own, and for a
+    predictor with the feature ``target_closeness`` so does the workload's target
+    over its ceiling (:func:`workload_ceiling`); its fitted coefficients stay, so
+    where :func:`workload_outside` names a reason the prediction is an
+    extrapolation.  Eq. (15) sees none of these settings and is
     returned as it is.
 
     Examples
@@ -921,7 +1118,11 @@ def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
         max_grad_norm=workload.max_grad_norm, batch_size=workload.batch_size,
         local_steps=workload.local_steps,
         n_samples=fitted.n_samples if workload.n_samples is None else workload.n_samples)
-    return copy.deepcopy(predictor).set_params(settings=settings)
+    at_workload = copy.deepcopy(predictor).set_params(settings=settings)
+    ceiling = workload_ceiling(predictor, workload)
+    if "target_closeness" in predictor.features and ceiling is not None:
+        at_workload.set_params(target_closeness=workload.target / ceiling)
+    return at_workload
 
 
 def warn_outside(reasons: tuple[str, ...], what: str) -> None:

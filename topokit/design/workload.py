@@ -92,6 +92,13 @@ class Workload:
         epsilon and delta as ``DPConfig`` calibrates a round
         (:attr:`resolved_noise_multiplier`); when given, epsilon is not used
         for calibration, as in ``DPConfig``.
+    ceiling : float in (0, 1], optional
+        The accuracy the model reaches on the data without DP noise and with
+        exact averaging (:func:`topokit.training.ceiling.ceiling_probe`
+        measures it in one cheap run).  The predictor that knows the workload
+        judges how hard the target is by ``target / ceiling``.  None
+        (default): the ceiling the predictor measured for the model on
+        topokit's default data (digits), where it has one.
 
     Raises
     ------
@@ -125,6 +132,7 @@ class Workload:
     n_samples: int | None = None
     n_classes: int | None = None
     noise_multiplier: float | None = None
+    ceiling: float | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -249,11 +257,13 @@ _REAL_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
     "target": ("an accuracy in (0, 1]", {"low": 0, "high": 1, "closed": "right"}),
     "noise_multiplier": ("a finite number > 0, or None to calibrate it from epsilon and delta",
                          {"low": 0, "closed": "neither"}),
+    "ceiling": ("an accuracy in (0, 1], or None for the one the predictor knows",
+                {"low": 0, "high": 1, "closed": "right"}),
 }
 # Each integer field and its least value.
 _INT_FIELDS = {"batch_size": 1, "local_steps": 1, "rounds": 1, "n_samples": 1, "n_classes": 2}
 # Fields that may be None (unknown, or derived).
-_OPTIONAL = frozenset({"n_samples", "n_classes", "noise_multiplier"})
+_OPTIONAL = frozenset({"n_samples", "n_classes", "noise_multiplier", "ceiling"})
 
 
 def _check_number(value: Any, name: str, accepted: str, interval: dict[str, Any]) -> float:

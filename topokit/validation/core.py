@@ -962,8 +962,12 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
     """
     from ..design._optimize import optimize
 
-    judge = settings.predictor if hasattr(settings.predictor, "predict_network") \
-        else _shipped_predictor(settings.train_kwargs.get("model", "logreg"))
+    if hasattr(settings.predictor, "predict_network"):
+        judge = settings.predictor
+    elif settings.workload is not None:
+        judge = None  # optimize's default: the shipped predictor that covers the workload
+    else:
+        judge = _shipped_predictor(settings.train_kwargs.get("model", "logreg"))
     trial_net = _trial_network(net, settings, trial_seed(settings.seed, 0))
     return optimize(trial_net, predictor=judge, seed=keyed_seed(settings.seed, _OPTIMIZE, 0),
                     workload=settings.workload).topology

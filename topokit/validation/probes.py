@@ -33,9 +33,7 @@ from .._checks import check_int
 from .._random import SeedLike, int_seed, keyed_seed
 from ..design.features import FeatureSettings, TopologyFeatures, topology_features
 from ..design.time_predictor import (
-    FEATURE_TRANSFORMS,
     TrainingTimePredictor,
-    feature_matrix,
     load_predictor,
 )
 from ..errors import InvalidInputError
@@ -130,11 +128,7 @@ def _features(net: Network, topologies: dict[str, Topology],
 def _standardised(features: list[TopologyFeatures],
                   model: TrainingTimePredictor) -> NDArray[np.float64]:
     """The predictor's standardised, oriented features z of each topology (rows)."""
-    X = feature_matrix(features, model.features)
-    with np.errstate(invalid="ignore"):
-        oriented = np.column_stack([FEATURE_TRANSFORMS[name](X[:, j])
-                                    for j, name in enumerate(model.features)])
-        return (oriented - model.mean_) / model.scale_
+    return model.standardised_rows(features)
 
 
 def _farthest_points(Z: NDArray[np.float64], k: int, fixed: list[int]) -> list[int]:
@@ -279,6 +273,6 @@ def probe_index(
         "n_dp_devices": [len(t.dp_devices) for t in probes.values()],
         "predicted_rounds": model.predict_features(features) if features else [],
     })
-    values = feature_matrix(features, model.features) if features else \
+    values = model.feature_rows(features) if features else \
         np.empty((0, len(model.features)))
     return pd.concat([table, pd.DataFrame(values, columns=list(model.features))], axis=1)

@@ -1,0 +1,254 @@
+"""The workload issue's goals, measured: ``optimize`` told the workload against NDLF.
+
+Networks no corpus saw (seeds 100-102; the corpus used 0-2), from
+``topokit.datasets.siot``: two of the generator's kind the corpus has (24 devices with
+its defaults, 16 with co-location links of 100 m), whose dense social graphs leave
+little to gain from DP links, and four with sparse, long social graphs (24 devices;
+co-location links of 50 m, or public devices linked within 100 m and co-location
+within 30 m: diameters 6-9), where a link to a stranger can pay for its DP noise.
+For every setting (network, skewness K = 0 / 0.8, workload) four topologies are
+trained by ``topokit.validate`` with the same trial seeds (3 trials):
+
+- ``optimize``: ``validate``'s ``"optimize"`` spec with the workload, i.e.
+  ``topokit.optimize(net, workload=...)`` for trial 0's class counts, judged by
+  the predictor that knows the workload (``load_predictor("workload")``);
+- ``blind``: ``topokit.optimize`` without a workload (the shipped default, fitted
+  at epsilon = 1, target 0.88), for the same class counts: what a user got before;
+- ``naive``: ``topokit.optimize`` with the shipped default's noise multiplier set to
+  the workload's (``predictor_at_workload(load_predictor("default"), workload)``),
+  the only handle a user had, which extrapolates;
+- ``ndlf``: the social graph, no DP device.
+
+Two goal sets:
+
+- **told the truth** (digits, logistic regression): epsilon 0.5 and 4 per round x
+  target 0.85 and 0.92.  Goal: ``optimize`` never more than 2 % slower than NDLF
+  (median over trials of the paired ratio of times), and at least 1.5x faster
+  (geometric mean over the settings) at K = 0.8.
+- **near the ceiling** (the generated data of ``analyses.workload_corpus``, whose
+  centralised accuracy is about 0.62, told to the workload as ``ceiling``):
+  epsilon 1, target 0.55.  Goal: no setting more than 2 % slower than NDLF, and no
+  design that stalls below the target while NDLF reaches it.
+
+Time-to-target is rounds x L (eq. 8); a run that never reaches the target counts as
+T + 1 = 201 rounds (slowest) and is counted apart.
+
+Run (from the repository root): python -m analyses.workload_goals [--quick]
+About 10-15 min on 2 cores (--quick: one network, 2 trials).  Writes
+analyses/out/workload_goals.{parquet,json,png}; each setting's runs are kept in
+analyses/out/workload_goals_parts/ under a key of everything they depend on (an
+interrupted call resumes, a changed input trains again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from datetime import date
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from analyses._common import digest, machine, network_digest, out_path, training_digest, write_json
+from analyses.workload_corpus import generated_data
+from topokit import Workload, __version__, load_predictor, optimize, validate
+from topokit.design import predictor_at_workload
+from topokit.design.baselines import ndlf
+from topokit.network.examples import data_dir
+from topokit.training import load_digits, partition_class_counts
+from topokit.training.ceiling import ceiling_probe
+from topokit.validation.compare import paired_ratios
+from topokit.validation.core import trial_seed
+
+
+class GoalNetwork(NamedTuple):
+    """A generated SIoT network: ``siot(n_devices, seed=seed, ...)`` with these ranges."""
+
+    n_devices: int
+    seed: int
+    colocation: float | None = None
+    public: float | None = None
+
+    @property
+    def name(self) -> str:
+        ranges = "".join(f"-{label}{value:g}" for label, value in
+                         (("coloc", self.colocation), ("public", self.public))
+                         if value is not None)
+        return f"siot{self.n_devices}-s{self.seed}{ranges or '-oor'}"
+
+    def build(self):
+        from topokit.network.siot import DEFAULT_PUBLIC_RANGE_M, siot
+
+        public = DEFAULT_PUBLIC_RANGE_M if self.public is None else self.public
+        return siot(self.n_devices, seed=self.seed, colocation_range_m=self.colocation,
+                    public_range_m=public, name=self.name)
+
+
+NETWORKS = (GoalNetwork(24, 101), GoalNetwork(16, 102, 100.0),
+            GoalNetwork(24, 100, 50.0), GoalNetwork(24, 101, 50.0),
+            GoalNetwork(24, 100, 30.0, 100.0), GoalNetwork(24, 101, 30.0, 100.0))
+SKEWNESS = (0.0, 0.8)
+ROUNDS = 200
+TRIALS = 3
+TRUTH = tuple((eps, target) for eps in (0.5, 4.0) for target in (0.85, 0.92))
+NEAR = ((1.0, 0.55),)
+SLOWER_AT_MOST = 1.02
+SPEEDUP_AT_SKEW = 1.5
+
+
+class Setting(NamedTuple):
+    spec: GoalNetwork
+    skewness: float
+    data: str
+    epsilon: float
+    target: float
+
+
+def settings(quick: bool) -> list[Setting]:
+    networks = NETWORKS[:1] if quick else NETWORKS
+    return [Setting(spec, k, data, eps, target) for spec in networks for k in SKEWNESS
+            for data, pairs in (("digits", TRUTH), ("generated", NEAR))
+            for eps, target in pairs]
+
+
+def data_of(name: str) -> tuple[np.ndarray, np.ndarray]:
+    return load_digits() if name == "digits" else generated_data()
+
+
+def workload_of(setting: Setting, ceilings: dict[str, float]) -> Workload:
+    ceiling = None if setting.data == "digits" else ceilings[setting.data]
+    return Workload(epsilon=setting.epsilon, target=setting.target, rounds=ROUNDS,
+                    ceiling=ceiling)
+
+
+def run_setting(setting: Setting, ceilings: dict[str, float], trials: int) -> pd.DataFrame:
+    """The setting's runs (saved under a key of all they depend on, reused when it matches)."""
+    X, y = data_of(setting.data)
+    net = setting.spec.build()
+    workload = workload_of(setting, ceilings)
+    seed = 7 * setting.spec.seed + int(10 * setting.skewness)
+    key = digest(network_digest(net), setting._replace(spec=setting.spec.name), trials, seed,
+                 workload.to_dict(), training_digest(),
+                 (data_dir() / "predictor_workload.json").read_bytes(),
+                 (data_dir() / "predictor_default.json").read_bytes())
+    path = out_path("workload_goals_parts") / f"{key[:24]}.parquet"
+    path.parent.mkdir(exist_ok=True)
+    if path.exists():
+        return pd.read_parquet(path)
+    counts = partition_class_counts(y, net.n_devices, setting.skewness, trial_seed(seed, 0),
+                                    nodes=net.nodes)
+    trial_net = net.with_class_counts(counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        blind = optimize(trial_net, seed=seed).topology
+        naive = optimize(trial_net, seed=seed, predictor=predictor_at_workload(
+            load_predictor("default"), workload)).topology
+        result = validate(net, {"optimize": "optimize", "blind": blind, "naive": naive,
+                                "ndlf": ndlf(net)},
+                          X=X, y=y, workload=workload, trials=trials, seed=seed,
+                          partition=setting.skewness)
+    frame = result.frame.assign(network=setting.spec.name, skewness=setting.skewness,
+                                data=setting.data, run_epsilon=setting.epsilon)
+    frame.to_parquet(path, index=False)
+    return frame
+
+
+def times(runs: pd.DataFrame) -> pd.DataFrame:
+    """Time-to-target per run; never reached: T + 1 rounds."""
+    rounds = runs["measured_rounds"].fillna(ROUNDS + 1)
+    return runs.assign(time=rounds * runs["local_iterate"],
+                       never=runs["measured_rounds"].isna())
+
+
+def ratios(runs: pd.DataFrame) -> pd.DataFrame:
+    """Median over trials of time(method) / time(NDLF), per setting and method, with a
+    bootstrap 95 % interval."""
+    keyed = times(runs).rename(columns={"topology": "method"})
+    by = ["data", "network", "skewness", "run_epsilon", "target"]
+    table = paired_ratios(keyed, [("optimize", "ndlf"), ("blind", "ndlf"), ("naive", "ndlf")],
+                          by=by, value="time")
+    return table.rename(columns={"top": "method"})
+
+
+def goals(table: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    timed = times(runs)
+    out = {}
+    for data, name in (("digits", "told_the_truth"), ("generated", "near_the_ceiling")):
+        mine = table[(table["data"] == data) & (table["method"] == "optimize")]
+        if mine.empty:
+            continue
+        skewed = mine[mine["skewness"] == 0.8]
+        speedup = float(np.exp(-np.log(skewed["ratio"]).mean())) if len(skewed) else None
+        stalls = timed[(timed["data"] == data) & (timed["topology"] == "optimize")
+                       & timed["never"]]
+        out[name] = {"settings": int(len(mine)), "worst_ratio": float(mine["ratio"].max()),
+                     "settings_slower_than_2pct": int((mine["ratio"] > SLOWER_AT_MOST).sum()),
+                     "geometric_speedup_at_skew_0.8": speedup,
+                     "optimize_runs_never_reaching": int(len(stalls)),
+                     "ndlf_runs_never_reaching": int(((timed["data"] == data)
+                                                      & (timed["topology"] == "ndlf")
+                                                      & timed["never"]).sum()),
+                     "met_never_worse": bool(mine["ratio"].max() <= SLOWER_AT_MOST)}
+        if data == "digits":
+            out[name]["met_speedup"] = bool(speedup is not None and speedup >= SPEEDUP_AT_SKEW)
+    return out
+
+
+def figure(table: pd.DataFrame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    shown = table.sort_values(["data", "run_epsilon", "target", "skewness", "network"])
+    labels = shown.drop_duplicates(["data", "network", "skewness", "run_epsilon", "target"])
+    positions = {tuple(r): i for i, r in enumerate(
+        labels[["data", "network", "skewness", "run_epsilon", "target"]].itertuples(
+            index=False, name=None))}
+    for method, marker in (("optimize", "o"), ("blind", "x"), ("naive", "+")):
+        part = shown[shown["method"] == method]
+        x = [positions[tuple(r)] for r in part[["data", "network", "skewness", "run_epsilon",
+                                                "target"]].itertuples(index=False, name=None)]
+        ax.scatter(x, part["ratio"], marker=marker, label=method)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(SLOWER_AT_MOST, color="r", lw=0.8, ls="--", label="2 % slower than NDLF")
+    ax.set_yscale("log")
+    ax.set_ylabel("time / NDLF's (median over trials)")
+    ax.set_xlabel("setting (data, epsilon, target, skewness, network)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    ceilings = {"generated": ceiling_probe(*generated_data(), rounds=ROUNDS, seed=0).ceiling}
+    trials = 2 if args.quick else TRIALS
+    runs = pd.concat([run_setting(s, ceilings, trials) for s in settings(args.quick)],
+                     ignore_index=True)
+    table = ratios(runs)
+    result = goals(table, runs)
+    stem = "workload_goals_quick" if args.quick else "workload_goals"
+    runs.to_parquet(out_path(f"{stem}.parquet"), index=False)
+    figure(table).savefig(out_path(f"{stem}.png"), dpi=120)
+    pd.set_option("display.width", 120)
+    print(table.pivot_table(index=["data", "run_epsilon", "target", "skewness", "network"],
+                            columns="method", values="ratio").round(3).to_string())
+    for name, values in result.items():
+        print(name, values)
+    write_json(f"{stem}.json", {"command": f"python -m analyses.workload_goals"
+                                 f"{' --quick' if args.quick else ''}",
+                      "topokit_version": __version__, "date": date.today().isoformat(),
+                      "machine": machine(), "ceilings": ceilings, "goals": result,
+                      "ratios": table.to_dict(orient="records"),
+                      "seconds": round(time.perf_counter() - started)})
+
+
+if __name__ == "__main__":
+    main()

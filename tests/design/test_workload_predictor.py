@@ -1,0 +1,195 @@
+"""The predictor that knows the workload: log noise features, target closeness, fitted ranges."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from topokit import Workload, load_example, load_predictor, optimize
+from topokit.design.baselines import dlfdp, ndlf
+from topokit.design.features import topology_features
+from topokit.design.time_predictor import (
+    DEFAULT_FEATURES,
+    NOISE_FEATURES,
+    TrainingTimePredictor,
+    predictor_at_workload,
+    shipped_predictor_for,
+    workload_ceiling,
+    workload_outside,
+)
+from topokit.errors import InputFileError, InvalidInputError, TopokitWarning
+
+FEATURES = (*DEFAULT_FEATURES, "target_closeness")
+
+
+def _runs(seed: int = 0, n: int = 300):
+    """Synthetic runs whose rounds grow with log noise and with closeness to the ceiling."""
+    rng = np.random.default_rng(seed)
+    X = np.abs(rng.normal(size=(n, len(FEATURES)))) * 1e-3
+    X[:, FEATURES.index("effective_neighbours")] = rng.uniform(1, 10, n)
+    X[rng.random(n) < 0.3, :3] = 0.0  # runs without DP devices: no noise at all
+    closeness = rng.uniform(0.6, 0.98, n)
+    X[:, -1] = closeness
+    log_rounds = 2 + np.log1p(X[:, 0] / 1e-4) - np.log1p(-closeness) \
+        + rng.normal(0, 0.1, n)
+    rounds = np.where(log_rounds < np.log(200), np.exp(log_rounds), np.inf)
+    return X, rounds
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, rounds = _runs()
+    return TrainingTimePredictor(features=FEATURES, horizon=200, noise_scale=0.1).fit(X, rounds)
+
+
+def test_noise_reference_is_the_median_positive_value(fitted):
+    X, _ = _runs()
+    for j, name in enumerate(FEATURES):
+        if name in NOISE_FEATURES:
+            assert fitted.noise_reference_[name] == np.median(X[:, j][X[:, j] > 0])
+
+
+def test_log_noise_and_closeness_are_monotone(fitted):
+    X, _ = _runs()
+    row = X[:1].copy()
+    noisier, closer = row.copy(), row.copy()
+    noisier[0, 0] *= 10
+    closer[0, -1] = min(0.99, row[0, -1] + 0.05)
+    base = fitted.predict(row)[0]
+    assert fitted.predict(noisier)[0] >= base
+    assert fitted.predict(closer)[0] >= base
+    beyond = row.copy()
+    beyond[0, -1] = 1.0  # the target at (or above) the ceiling: never reached
+    assert fitted.predict(beyond)[0] == np.inf
+
+
+def test_the_file_round_trip_predicts_the_same(fitted, tmp_path):
+    fitted.set_params(target_closeness=0.9)
+    path = fitted.save(tmp_path / "p.json")
+    again = TrainingTimePredictor.load(path)
+    X, _ = _runs(seed=1)
+    assert np.array_equal(again.predict(X), fitted.predict(X))
+    assert again.noise_scale == 0.1 and again.target_closeness == 0.9
+    assert again.noise_reference_ == fitted.noise_reference_
+
+
+def test_a_file_without_its_noise_reference_is_refused(fitted, tmp_path):
+    record = fitted.to_dict()
+    del record["model"]["noise_reference"]
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(record))
+    with pytest.raises(InputFileError, match="noise_reference"):
+        load_predictor(path)
+
+
+def test_old_files_read_as_before():
+    # The shipped default predates noise_scale and closeness: its params are the two it had.
+    record = load_predictor("default").to_dict()
+    assert set(record["params"]) == {"C", "horizon"}
+    assert "noise_reference" not in record["model"]
+
+
+def test_topology_features_need_the_closeness_from_the_predictor(fitted):
+    toy = load_example("toy")
+    features = topology_features(toy, dlfdp(toy))
+    without = fitted.set_params(target_closeness=None)
+    with pytest.raises(InvalidInputError, match="setting of the workload"):
+        without.predict_features(features)
+    near = fitted.set_params(target_closeness=0.97).predict_features(features)
+    far = TrainingTimePredictor(**{**fitted.get_params(), "target_closeness": 0.7})
+    far.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    assert far.predict_features(features) <= near
+
+
+def test_a_prior_of_other_transforms_is_refused(fitted):
+    X, rounds = _runs(seed=2)
+    plain = TrainingTimePredictor(features=FEATURES, horizon=200)
+    with pytest.raises(InvalidInputError, match="noise_scale"):
+        plain.fit(X, rounds, prior=fitted, prior_strength=1.0)
+    refit = TrainingTimePredictor(features=FEATURES, horizon=200, noise_scale=0.1).fit(
+        X, rounds, prior=fitted, prior_strength=1.0)
+    assert refit.noise_reference_ == fitted.noise_reference_
+
+
+# -- the shipped predictor and the workload ----------------------------------------------------
+
+def test_the_shipped_workload_predictor_covers_a_range_of_budgets():
+    model = load_predictor("workload")
+    low, high = model.provenance_["fitted_ranges"]["noise_multiplier"]
+    assert low < Workload(epsilon=4).resolved_noise_multiplier < \
+        Workload(epsilon=0.5).resolved_noise_multiplier < high
+    assert workload_outside(model, Workload(epsilon=0.5, target=0.92)) == ()
+    assert workload_outside(model, Workload(epsilon=4, target=0.85)) == ()
+    assert shipped_predictor_for(Workload(epsilon=0.5)) == "workload"
+    assert shipped_predictor_for(Workload(model="mlp")) == "mlp"
+    assert shipped_predictor_for(None) == "default"
+
+
+def test_outside_the_ranges_says_which_setting():
+    model = load_predictor("workload")
+    reasons = workload_outside(model, Workload(epsilon=100.0))
+    assert len(reasons) == 1 and "noise multiplier" in reasons[0]
+    reasons = workload_outside(model, Workload(model="cnn"))
+    assert any("ceiling" in r for r in reasons) and any("'cnn'" in r for r in reasons)
+    assert workload_outside(model, Workload(model="cnn", ceiling=0.9)) != ()  # the model
+    assert any("target closeness" in r for r in
+               workload_outside(model, Workload(target=0.3, ceiling=0.9)))
+
+
+def test_at_the_workload_the_closeness_is_target_over_ceiling():
+    model = load_predictor("workload")
+    ceiling = model.provenance_["ceilings"]["logreg"]
+    at = predictor_at_workload(model, Workload(epsilon=0.5, target=0.92))
+    assert at.target_closeness == pytest.approx(0.92 / ceiling)
+    assert workload_ceiling(model, Workload()) == ceiling
+    mine = predictor_at_workload(model, Workload(target=0.55, ceiling=0.62))
+    assert mine.target_closeness == pytest.approx(0.55 / 0.62)
+    assert at.feature_settings.noise_multiplier == Workload(epsilon=0.5).resolved_noise_multiplier
+
+
+def test_the_closer_target_is_predicted_slower():
+    toy = load_example("toy")
+    model = load_predictor("workload")
+    far = predictor_at_workload(model, Workload(target=0.80)).predict_network(toy, ndlf(toy))
+    near = predictor_at_workload(model, Workload(target=0.92)).predict_network(toy, ndlf(toy))
+    assert far <= near
+
+
+# -- optimize with a workload --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def toy():
+    return load_example("toy")
+
+
+def test_optimize_designs_at_a_workload_inside_the_fit(toy):
+    workload = Workload(epsilon=0.5, target=0.92)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TopokitWarning)  # inside: no warning
+        told = optimize(toy, seed=0, workload=workload)
+    record = told.stats["workload"]
+    assert record["outside"] == [] and record["designed_at"] == "the workload"
+    assert told.predictor["name"] == "workload"
+    judged = told.predictor["record"]
+    assert judged["settings"]["noise_multiplier"] == workload.resolved_noise_multiplier
+    # The same search run by hand with the predictor at the workload.
+    by_hand = optimize(toy, seed=0, predictor=predictor_at_workload(
+        load_predictor("workload"), workload))
+    assert by_hand.topology == told.topology
+    assert by_hand.metrics.pseudo_time == told.metrics.pseudo_time
+
+
+def test_optimize_outside_the_fit_designs_at_the_fitted_settings(toy):
+    with pytest.warns(TopokitWarning, match="outside what the predictor was fitted on"):
+        told = optimize(toy, seed=0, workload=Workload(epsilon=100.0))
+    assert told.stats["workload"]["extrapolated"] is True
+    assert told.topology == optimize(toy, seed=0, predictor="workload").topology
+
+
+def test_a_named_predictor_is_kept_with_a_workload(toy):
+    told = optimize(toy, seed=0, predictor="default", workload=Workload())
+    assert told.predictor["name"] == "default"
+    assert told.topology == optimize(toy, seed=0).topology
