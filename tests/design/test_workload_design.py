@@ -105,6 +105,8 @@ def test_design_cli_takes_the_workload_options(tmp_path):
     (["--model", ""], "model"),
     (["--method", "autotag", "--model", "cnn"], "--model applies to --method optimize only"),
     (["--workload", "missing.json"], "missing.json"),
+    (["--ceiling", "0"], "ceiling must be"),
+    (["--ceiling", "1.2"], "ceiling must be"),
 ])
 def test_design_cli_refuses_a_bad_workload_in_one_line(arguments, message):
     result = runner.invoke(app, ["design", "--example", "toy", *arguments])
@@ -153,3 +155,13 @@ def test_design_cli_audits_at_the_workload_noise():
     assert result.exit_code == 0, result.output
     z = Workload(epsilon=0.5).resolved_noise_multiplier
     assert f"z = {z:.4g}" in " ".join(result.output.split())
+
+
+def test_design_cli_takes_the_ceiling_of_the_users_model():
+    result = runner.invoke(app, ["design", "--example", "toy", "--model", "cnn", "--target",
+                                 "0.55", "--ceiling", "0.62", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout[result.stdout.index("{"):])
+    told = payload["stats"]["workload"]
+    assert told["workload"]["ceiling"] == 0.62
+    assert any("'cnn'" in reason for reason in told["outside"])  # a model it never saw

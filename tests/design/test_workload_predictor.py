@@ -193,3 +193,40 @@ def test_a_named_predictor_is_kept_with_a_workload(toy):
     told = optimize(toy, seed=0, predictor="default", workload=Workload())
     assert told.predictor["name"] == "default"
     assert told.topology == optimize(toy, seed=0).topology
+
+
+# -- calibrating it from the user's runs -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def user_runs(tmp_path_factory, toy):
+    import pandas as pd
+
+    from topokit import save_network, save_topology
+
+    folder = tmp_path_factory.mktemp("runs")
+    save_network(toy, folder / "toy.json")
+    for name, topology in {"ndlf": ndlf(toy), "dlfdp": dlfdp(toy), "paper": toy.topology}.items():
+        save_topology(topology, folder / f"{name}.json")
+    runs = pd.DataFrame({"network": "toy.json", "target": [0.8] * 6 + [0.6] * 6,
+                         "horizon": 40, "topology": ["ndlf.json", "dlfdp.json", "paper.json"] * 4,
+                         "measured_rounds": [9, 38, 21, 8, None, 24, 5, 20, 12, 4, 30, 14]})
+    runs.to_csv(folder / "runs.csv", index=False)
+    return folder / "runs.csv"
+
+
+def test_calibrating_it_takes_the_closeness_from_the_workload(user_runs):
+    from topokit.validation import calibrate
+
+    result = calibrate(user_runs, predictor="workload", target=0.8, prior_strength=10,
+                       settings=Workload(target=0.8, ceiling=0.9))
+    assert result.predictor.target_closeness == pytest.approx(0.8 / 0.9)
+    assert result.predictor.noise_scale == load_predictor("workload").noise_scale
+    assert result.n_runs == 6
+
+
+def test_calibrating_it_without_a_known_ceiling_is_one_line(user_runs):
+    from topokit.validation import calibrate
+
+    with pytest.raises(InvalidInputError, match="ceiling="):
+        calibrate(user_runs, predictor="workload", prior_strength=10,
+                  settings=Workload(model="cnn", target=0.8))

@@ -76,9 +76,12 @@ TargetOpt = typer.Option(
 ModelOpt = typer.Option(
     None, "--model", help="--method optimize: the model you train (logreg, mlp or your own "
                           "model's name).")
+CeilingOpt = typer.Option(
+    None, "--ceiling", help="--method optimize: the accuracy your model reaches without noise "
+                            "(ceiling_probe measures it; known for logreg on digits).")
 WorkloadOpt = typer.Option(
     None, "--workload", help="--method optimize: a workload JSON file (topokit.Workload.save); "
-                             "instead of --epsilon, --target and --model.")
+                             "instead of --epsilon, --target, --model and --ceiling.")
 AuditModelOpt = typer.Option(
     "gossip", "--audit-model",
     help="gossip (one private value, exact) or dsgd (a contribution every round, as in "
@@ -196,6 +199,7 @@ def design(
     epsilon: float = EpsilonOpt,
     target: float = TargetOpt,
     model_name: str = ModelOpt,
+    ceiling: float = CeilingOpt,
     workload_file: Path = WorkloadOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -213,7 +217,8 @@ def design(
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
-    workload = _workload_option(method, epsilon, target, model_name, workload_file)
+    workload = _workload_option(method, {"epsilon": epsilon, "target": target,
+                                         "model": model_name, "ceiling": ceiling}, workload_file)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
     _check_stranger_bound(method, max_stranger_mu, audit)
     _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
@@ -353,12 +358,11 @@ def _check_method_options(method: str, max_stranger_mu: float | None, uniform_no
         check_int(nep_patience, "--nep-patience", low=1)
 
 
-def _workload_option(method: str, epsilon: float | None, target: float | None,
-                     model_name: str | None, workload_file: Path | None):
-    """The Workload of --epsilon, --target, --model or --workload (None if none is given)."""
+def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | None):
+    """The Workload of --epsilon, --target, --model, --ceiling (``flags``: field -> value) or
+    --workload (None if none is given)."""
     from ..design.workload import Workload, load_workload
 
-    flags = {"epsilon": epsilon, "target": target, "model": model_name}
     given = [f"--{name}" for name, value in flags.items() if value is not None]
     if workload_file is not None:
         given.append("--workload")
@@ -370,8 +374,8 @@ def _workload_option(method: str, epsilon: float | None, target: float | None,
                                 f"{them} or use --method optimize")
     if workload_file is not None:
         if len(given) > 1:
-            raise InvalidInputError("give --workload or --epsilon/--target/--model, not both: "
-                                    "set the values in the workload file")
+            raise InvalidInputError("give --workload or --epsilon/--target/--model/--ceiling, "
+                                    "not both: set the values in the workload file")
         return load_workload(workload_file)
     return Workload(**{name: value for name, value in flags.items() if value is not None})
 

@@ -23,6 +23,7 @@ correlate.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
@@ -675,12 +676,15 @@ def calibrate(
     if seed is not None:  # the folds' KFold takes seeds below 2**32
         seed = check_int(seed, "seed", low=0, high=2**32 - 1)
     model = None if predictor is None else _time_predictor(predictor)
+    workload = settings
     settings = feature_settings_for(settings, model)
     refit = _check_refit(model, settings, prior_strength)
     if settings is None and model is not None:
         settings = model.feature_settings
     frame = _read_runs(runs, settings)
     _check_columns(frame, use_noise_variance)
+    if model is not None:
+        frame, model = _with_target_closeness(frame, model, workload)
     if model is not None:
         return _calibrate_time_predictor(frame, model, target, cv, seed, refit)
     return _calibrate_global_iterate(frame, use_noise_variance, target, cv, positive, seed)
@@ -752,6 +756,40 @@ class _Refit(NamedTuple):
     settings: FeatureSettings | None  # the runs' settings as given (None: the predictor's)
     prior_strength: float  # lambda >= 0
     base: Any  # the predictor refitted, the prior's centre (None without one)
+
+
+def _with_target_closeness(frame: pd.DataFrame, model: Any, workload: Any = None):
+    """``frame`` with each run's ``target_closeness`` (target / ceiling) where ``model``
+    judges it and the table lacks it, and ``model`` at the workload's closeness.
+
+    The ceiling is the workload's, else the one the predictor measured for its model
+    (:func:`~topokit.design.time_predictor.workload_ceiling`); unknown, it is one line
+    asking for ``Workload(ceiling=...)``.
+
+    >>> from topokit import Workload, load_predictor
+    >>> runs = pd.DataFrame({"target": [0.5, 0.6]})
+    >>> frame, model = _with_target_closeness(runs, load_predictor("workload"),
+    ...                                      Workload(target=0.6, ceiling=0.8))
+    >>> frame["target_closeness"].round(3).tolist(), round(model.target_closeness, 3)
+    ([0.625, 0.75], 0.75)
+    """
+    from ..design.time_predictor import workload_ceiling
+    from ..design.workload import Workload
+
+    if "target_closeness" not in model.features:
+        return frame, model
+    told = workload if isinstance(workload, Workload) else None
+    ceiling = workload_ceiling(model, told if told is not None else Workload())
+    if ceiling is None:
+        raise InvalidInputError(
+            "the predictor judges how close the target is to the accuracy the model reaches "
+            "without noise, which is unknown for these runs: give settings=Workload(..., "
+            "ceiling=...) (topokit.training.ceiling.ceiling_probe measures it)")
+    if told is not None:  # the refit predicts at the workload's own target
+        model = copy.deepcopy(model).set_params(target_closeness=told.target / ceiling)
+    if "target_closeness" in frame.columns:
+        return frame, model
+    return frame.assign(target_closeness=frame["target"].to_numpy(float) / ceiling), model
 
 
 def feature_settings_for(settings: Any, predictor: Any = None) -> FeatureSettings | None:
@@ -873,7 +911,7 @@ def leave_network_out(runs, predictor: Any = "default", *, target: float | None 
         refitted predictor) and ``spearman_paper`` (eq. 15).
     """
     model = _time_predictor(predictor)
-    frame = _read_runs(runs, model.feature_settings)
+    frame, model = _with_target_closeness(_read_runs(runs, model.feature_settings), model)
     by = tuple(by)
     if "network" not in by or any(column not in frame.columns for column in by):
         raise InvalidInputError(
