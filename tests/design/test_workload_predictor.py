@@ -230,3 +230,15 @@ def test_calibrating_it_without_a_known_ceiling_is_one_line(user_runs):
     with pytest.raises(InvalidInputError, match="ceiling="):
         calibrate(user_runs, predictor="workload", prior_strength=10,
                   settings=Workload(model="cnn", target=0.8))
+
+
+def test_a_predictor_calibrated_on_a_models_runs_designs_with_its_weights(user_runs):
+    from topokit.design import default_mixing
+    from topokit.validation import calibrate
+
+    told = calibrate(user_runs, predictor="default", target=0.8, prior_strength=10,
+                     settings=Workload(model="mlp", target=0.8)).predictor
+    assert told.provenance_["trained_model"] == "mlp"
+    assert default_mixing(told) == default_mixing("mlp")
+    untold = calibrate(user_runs, predictor="default", target=0.8, prior_strength=10).predictor
+    assert default_mixing(untold) == default_mixing("default")

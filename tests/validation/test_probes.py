@@ -121,3 +121,15 @@ def test_a_tiny_network_has_too_few_topologies_for_k(tmp_path):
         probe_topologies(net, k=8, seed=0)
     with pytest.raises(InvalidInputError, match="net must be a topokit Network"):
         probe_topologies(nx.path_graph(3), k=2)
+
+
+def test_probe_topologies_is_public_and_takes_the_workload_by_name():
+    import topokit
+    from topokit import Workload
+
+    net = topokit.load_example("toy")
+    workload = Workload(epsilon=0.5)
+    by_name = topokit.probe_topologies(net, k=4, workload=workload, seed=0)
+    assert by_name == topokit.probe_topologies(net, k=4, settings=workload, seed=0)
+    with pytest.raises(topokit.InvalidInputError, match="not both"):
+        topokit.probe_topologies(net, k=4, workload=workload, settings=workload, seed=0)

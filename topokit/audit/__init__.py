@@ -13,6 +13,7 @@ module                      what it holds
 
 from __future__ import annotations
 
-from .core import AUDIT_MODELS, PrivacyAudit, privacy_audit
+from .core import AUDIT_MODELS, MAX_AUDIT_ROUNDS, PrivacyAudit, check_audit_rounds, privacy_audit
 
-__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS"]
+__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
+           "check_audit_rounds"]

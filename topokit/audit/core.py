@@ -126,11 +126,42 @@ from ..errors import InvalidInputError, NodeNotFoundError
 from ..network.core import Network, Topology
 from . import _kernels as kernels
 
-__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS"]
+__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
+           "check_audit_rounds"]
 
 #: The audit's models of what a device contributes: ``"gossip"`` (one private value,
 #: averaged) and ``"dsgd"`` (a bounded contribution every round, as in D-SGD training).
 AUDIT_MODELS = kernels.MODELS
+
+#: The most rounds an audit of each model watches.  A gossip audit's work grows with the
+#: rounds (the toy example: 18 s at 10^5 rounds on one core, and optimize audits hundreds
+#: of topologies); the D-SGD model's with about their cube (8.5 s at 1,000 rounds, 69 s at
+#: 1,500, beyond ten minutes at 3,000).  mu levels off once the gossip has mixed, which
+#: takes a few times the hitting time H.
+MAX_AUDIT_ROUNDS = {"gossip": 100_000, "dsgd": 1_000}
+
+
+def check_audit_rounds(rounds: Any, model: str = "gossip", name: str = "rounds",
+                       low: int = 1) -> int:
+    """``rounds`` as an int in [low, :data:`MAX_AUDIT_ROUNDS` of ``model``], or one line
+    naming ``name`` (a parameter or a CLI option) with the limit and why.
+
+    >>> check_audit_rounds(50)
+    50
+    >>> check_audit_rounds(3000, "dsgd", "--rounds")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: --rounds 3000 is more than the 1000 rounds a dsgd ...
+    """
+    rounds = check_int(rounds, name, low=low)
+    limit = MAX_AUDIT_ROUNDS[check_choice(model, "model", kernels.MODELS)]
+    if rounds > limit:
+        growth = "the cube of the rounds" if model == "dsgd" else "the rounds"
+        raise InvalidInputError(
+            f"{name} {rounds} is more than the {limit} rounds a {model} audit watches (its work "
+            f"grows with {growth}: minutes to hours beyond); give at most {limit}")
+    return rounds
+
 
 #: Bisection steps of the mu -> epsilon conversion (each halves the bracket).
 _BISECTION_STEPS = 200
@@ -651,7 +682,8 @@ def privacy_audit(
     from .._jobs import check_n_jobs
 
     topology = _check_network(net, topology)
-    rounds = check_int(rounds, "rounds", low=1)
+    model = check_choice(model, "model", kernels.MODELS)
+    rounds = check_audit_rounds(rounds, model)
     noise = _noise_vector(net, topology, noise_multiplier)
     scale = _sensitivity_vector(net, sensitivity)
     if delta is not None:
@@ -660,7 +692,6 @@ def privacy_audit(
     if not isinstance(observer_knows_own_noise, (bool, np.bool_)):
         raise InvalidInputError(
             f"observer_knows_own_noise must be True or False; got {observer_knows_own_noise!r}")
-    model = check_choice(model, "model", kernels.MODELS)
     threads = _thread_count(check_n_jobs(n_jobs), len(chosen))
     _check_memory(net.n_devices, rounds)
     # In units of each owner's own sensitivity: noise std z_j Delta_j, then rows times Delta_i.

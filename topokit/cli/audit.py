@@ -55,11 +55,11 @@ def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[obje
 def _check_options(rounds: int, noise_multiplier: float | None, delta: float | None,
                    n_jobs: int, plot: Path | None, model: str) -> None:
     """Every option, named as the user wrote it, before any work."""
-    from .._checks import check_choice, check_int, check_real
+    from .._checks import check_choice, check_real
     from ..audit import AUDIT_MODELS as MODELS
+    from ..audit.core import check_audit_rounds
 
-    check_choice(model, "--model", MODELS)
-    check_int(rounds, "--rounds", low=1)
+    check_audit_rounds(rounds, check_choice(model, "--model", MODELS), "--rounds")
     if noise_multiplier is not None:
         check_real(noise_multiplier, "--noise-multiplier", low=0)
     if delta is not None:

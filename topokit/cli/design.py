@@ -47,16 +47,17 @@ def _stranger_audit(rounds: int, noise_multiplier: float | None,
     """The audit options, checked and named as the user wrote them; z defaults to the noise
     multiplier of the workload, else of epsilon = 1 per round, what DP devices train with
     by default (and what the fitted predictor assumes)."""
-    from .._checks import check_choice, check_int, check_real
+    from .._checks import check_choice, check_real
     from ..audit import AUDIT_MODELS as MODELS
+    from ..audit.core import check_audit_rounds
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
 
     if noise_multiplier is None and workload is not None:  # the noise it trains with
         noise_multiplier = workload.resolved_noise_multiplier
     z = DEFAULT_NOISE_MULTIPLIER if noise_multiplier is None else noise_multiplier
-    return StrangerAudit(check_int(rounds, "--audit-rounds", low=0),
-                         float(check_real(z, "--noise-multiplier", low=0)),
-                         check_choice(model, "--audit-model", MODELS))
+    model = check_choice(model, "--audit-model", MODELS)
+    return StrangerAudit(check_audit_rounds(rounds, model, "--audit-rounds", low=0),
+                         float(check_real(z, "--noise-multiplier", low=0)), model)
 
 
 AuditRoundsOpt = typer.Option(
@@ -213,10 +214,7 @@ def design(
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
-    check_plot_path(plot)
-    check_output_option(output)
-    check_jobs_option(n_jobs)
-    check_seed_option(seed)
+    _check_run_options(plot, output, n_jobs, seed)
     workload = _workload_option(method, {"epsilon": epsilon, "target": target,
                                          "model": model_name, "ceiling": ceiling}, workload_file)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
@@ -257,6 +255,14 @@ def design(
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
+
+
+def _check_run_options(plot: Path | None, output: Path | None, n_jobs: int, seed: int) -> None:
+    """--plot, --output, --n-jobs and --seed, each named as written."""
+    check_plot_path(plot)
+    check_output_option(output)
+    check_jobs_option(n_jobs)
+    check_seed_option(seed)
 
 
 def _bound_caption(bound: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .._checks import check_int, check_real
+from .._checks import check_real
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError
 from ._common import (
@@ -163,6 +163,7 @@ def validate_command(
     interrupted run resumes when called again with the same arguments.
     """
     from .._jobs import check_scheduler
+    from ..audit.core import check_audit_rounds
     from ..design.time_predictor import load_predictor
     from ..design.workload import load_workload
     from ..validation.core import validate
@@ -172,7 +173,7 @@ def validate_command(
     check_seed_option(seed)
     check_jobs_option(n_jobs)
     check_scheduler(scheduler)
-    check_int(audit_rounds, "--audit-rounds", low=0)
+    check_audit_rounds(audit_rounds, "gossip", "--audit-rounds", low=0)
     if skewness is not None:
         check_real(skewness, "--skewness", low=0, high=1)
     given = [name for name, value in (("--targets", targets), ("--rounds", rounds))

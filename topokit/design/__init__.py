@@ -84,6 +84,7 @@ _LAZY_ATTRIBUTES = {
     "fastest_mixing_topology": ("topokit.design.mixing", "fastest_mixing_topology"),
     "metropolis_hastings_topology": ("topokit.design.mixing", "metropolis_hastings_topology"),
     "export_design": ("topokit.design.export", "export_design"),
+    "probe_topologies": ("topokit.validation.probes", "probe_topologies"),
 }
 
 __all__ = [

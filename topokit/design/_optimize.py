@@ -107,6 +107,7 @@ from .._checks import check_choice, check_int
 from .._jobs import worker_count
 from .._random import SeedLike, int_seed, keyed_seed
 from ..audit import AUDIT_MODELS  # a stranger bound's audit models
+from ..audit.core import check_audit_rounds
 from ..audit.stranger_bound import (
     DeviceNoise,
     NoiseAudit,
@@ -926,8 +927,8 @@ def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
     """The checked stranger bound of :func:`optimize` (None without ``max_stranger_mu``)."""
     from .._checks import check_real
 
-    rounds = check_int(audit_rounds, "audit_rounds", low=1)
     audit_model = check_choice(audit_model, "audit_model", AUDIT_MODELS)
+    rounds = check_audit_rounds(audit_rounds, audit_model, "audit_rounds")
     if max_stranger_mu is None:
         return None
     max_mu = check_real(max_stranger_mu, "max_stranger_mu", low=0, closed="neither")

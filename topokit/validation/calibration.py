@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from .._checks import check_int, check_int_at_least, check_real
 from ..design.features import FeatureSettings, topology_features
 from ..design.predictor import GlobalIteratePredictor
+from ..design.workload import Workload
 from ..errors import (
     InputFileError,
     InputFileNotFoundError,
@@ -686,7 +687,8 @@ def calibrate(
     if model is not None:
         frame, model = _with_target_closeness(frame, model, workload)
     if model is not None:
-        return _calibrate_time_predictor(frame, model, target, cv, seed, refit)
+        runs_model = workload.model if isinstance(workload, Workload) else None
+        return _calibrate_time_predictor(frame, model, target, cv, seed, refit, runs_model)
     return _calibrate_global_iterate(frame, use_noise_variance, target, cv, positive, seed)
 
 
@@ -737,14 +739,16 @@ def _time_predictor(predictor: Any):
     return model
 
 
-def _keep_trained_model(refit: Any, base: Any) -> None:
-    """Give ``refit`` the model the predictor ``base`` was trained on: its provenance's
-    ``trained_model`` (which cloning drops).
+def _keep_trained_model(refit: Any, base: Any, runs_model: str | None = None) -> None:
+    """Give ``refit`` the model its runs trained: ``runs_model`` (the workload's, where
+    calibrate was told one), else the one the predictor ``base`` was trained on (its
+    provenance's ``trained_model``, which cloning drops).
 
-    A user refits the predictor of the model they train (``"mlp"`` for an MLP), and
-    :func:`topokit.design.default_mixing` reads it to choose ``optimize``'s weights.
+    :func:`topokit.design.default_mixing` reads it to choose ``optimize``'s weights: a
+    predictor calibrated on MLP runs designs with the MLP's, whatever it started from.
     """
-    trained = (getattr(base, "provenance_", None) or {}).get("trained_model")
+    trained = runs_model if runs_model is not None else \
+        (getattr(base, "provenance_", None) or {}).get("trained_model")
     if trained is not None:
         refit.provenance_ = {**(getattr(refit, "provenance_", None) or {}),
                              "trained_model": trained}
@@ -774,7 +778,6 @@ def _with_target_closeness(frame: pd.DataFrame, model: Any, workload: Any = None
     ([0.625, 0.75], 0.75)
     """
     from ..design.time_predictor import workload_ceiling
-    from ..design.workload import Workload
 
     if "target_closeness" not in model.features:
         return frame, model
@@ -803,7 +806,6 @@ def feature_settings_for(settings: Any, predictor: Any = None) -> FeatureSetting
     32
     """
     from ..design.time_predictor import load_predictor, predictor_at_workload
-    from ..design.workload import Workload
 
     if not isinstance(settings, Workload):
         return settings
@@ -955,7 +957,8 @@ def _held_out(model, rows: pd.DataFrame, network: Any, by: tuple[str, ...]) -> p
 
 
 def _calibrate_time_predictor(frame: pd.DataFrame, model: Any, target: float | None,
-                              cv: int, seed: int, refit: _Refit) -> CalibrationResult:
+                              cv: int, seed: int, refit: _Refit,
+                              runs_model: str | None = None) -> CalibrationResult:
     """:func:`calibrate` with ``predictor``: refit a TrainingTimePredictor on every run."""
     from sklearn.base import clone
 
@@ -964,7 +967,7 @@ def _calibrate_time_predictor(frame: pd.DataFrame, model: Any, target: float | N
     unfitted = clone(model) if refit.settings is None \
         else clone(model).set_params(settings=refit.settings)
     fitted = _fit_time_predictor(clone(unfitted), rows, refit)
-    _keep_trained_model(fitted, model)
+    _keep_trained_model(fitted, model, runs_model)
     groups = rows["topology"].astype(str).to_numpy()
     folds = min(cv, len(np.unique(groups)))
     out_of_fold = np.full(len(rows), np.nan)

@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._checks import check_int, check_int_at_least, check_output_path
+from .._checks import check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, int_seed, keyed_seed
-from ..audit.core import privacy_audit
+from ..audit.core import check_audit_rounds, privacy_audit
 from ..design.features import FeatureSettings, topology_features
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from ..design.predictor import GlobalIteratePredictor
@@ -894,7 +894,7 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     n_jobs = check_n_jobs(n_jobs)
     predictor = _check_predictor(predictor)
     train_kwargs = _check_train_kwargs(train_kwargs)
-    audit_rounds = check_int(audit_rounds, "audit_rounds", low=0)
+    audit_rounds = check_audit_rounds(audit_rounds, "gossip", "audit_rounds", low=0)
     trainer = _check_trainer(trainer)
     if output is not None:
         check_output_path(output, "output")

@@ -36,6 +36,7 @@ from ..design.time_predictor import (
     TrainingTimePredictor,
     load_predictor,
 )
+from ..design.workload import check_workload
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
 from .calibration import feature_settings_for
@@ -152,6 +153,7 @@ def probe_topologies(
     predictor: str | Path | TrainingTimePredictor = "default",
     settings: FeatureSettings | None = None,
     seed: SeedLike = None,
+    workload: Any = None,
 ) -> dict[str, Topology]:
     """k valid topologies of ``net`` whose runs teach a calibration of ``predictor`` most.
 
@@ -181,6 +183,9 @@ def probe_topologies(
     seed : int, Generator or None
         Seeds optimize, ERG and the random topologies; the same int gives
         the same probes.
+    workload : Workload, optional
+        The workload the probes will be trained with: the same as
+        ``settings=workload`` (give one of the two).
 
     Returns
     -------
@@ -211,6 +216,10 @@ def probe_topologies(
     >>> probes == probe_topologies(net, k=5, seed=0)
     True
     """
+    if workload is not None:
+        if settings is not None:
+            raise InvalidInputError("give the probes' workload or their settings, not both")
+        settings = check_workload(workload)
     _check_arguments(net, settings)
     k = check_int(k, "k", low=2, high=MAX_PROBES)
     model = _probe_predictor(predictor, settings)
