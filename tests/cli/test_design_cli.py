@@ -143,3 +143,17 @@ def test_design_says_when_it_keeps_ndlf_and_the_margin_is_the_api_s():
     api = optimize(load_example("siot32"), seed=0, ndlf_margin=1.0)
     assert searched["stats"]["ndlf_margin"]["kept_ndlf"] is False
     assert searched["topology"] == json.loads(json.dumps(api.to_dict()["topology"]))
+
+
+def test_design_table_reads_at_80_columns():
+    from typer.testing import CliRunner
+
+    from topokit.cli import app
+
+    result = CliRunner().invoke(app, ["design", "--example", "toy"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "…" not in result.stdout
+    assert any(line.startswith("predicted_global_iterate") for line in lines)
+    assert any(line.startswith("exposed_stranger_pairs") for line in lines)

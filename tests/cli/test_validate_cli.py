@@ -53,7 +53,7 @@ def test_validate_table_output(tmp_path):
     result = run("validate", "--example", "toy", "-t", "ndlf,dlfdp", "--trials", "1",
                  "--rounds", "20", "--targets", "0.8", "-o", tmp_path / "runs.parquet")
     assert result.exit_code == 0, result.output
-    for text in ("ndlf", "dlfdp", "Spearman", "G@0.8", "wrote 2 rows"):
+    for text in ("ndlf", "dlfdp", "Spearman", "G@a", "wrote 2 rows"):
         assert text in result.stdout
 
 
@@ -120,3 +120,15 @@ def test_calibrate_bad_tables_exit_2(tmp_path):
         assert result.exit_code == 2, result.output
         assert message in result.output and "Traceback" not in result.output
     assert not (tmp_path / "p.json").exists()
+
+
+def test_validate_tables_read_at_80_columns():
+    # Every table line within 80 columns and no number or name cut short with an ellipsis.
+    result = runner.invoke(app, ["validate", "--example", "toy", "-t", "ndlf,dlfdp,erg",
+                                 "--trials", "1", "--rounds", "20", "--targets", "0.6,0.7,0.8"],
+                           env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "…" not in result.stdout
+    assert sum(line.lstrip().startswith("dlfdp") for line in lines) == 1 + 3  # one per target

@@ -121,7 +121,7 @@ def analyze(
         return
     title = f"{net.name or network}: {net.n_devices} devices, {label}"
     console.print(metrics_table(title, columns))
-    console.print(audit_caption(audit), soft_wrap=True)
+    console.print(audit_caption(audit))
 
 
 def _topology_for(net, path: Path):
@@ -248,10 +248,10 @@ def design(
         print_json(payload)
         return
     _print_design(net, network, method, chosen, columns)
-    console.print(audit_caption(audit), soft_wrap=True)
+    console.print(audit_caption(audit))
     bound = chosen.stats.get("stranger_bound")
     if bound is not None:
-        console.print(_bound_caption(bound), soft_wrap=True)
+        console.print(_bound_caption(bound))
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
@@ -429,7 +429,7 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
                       f"(predictor {chosen.predictor['name']}) started from "
                       f"{chosen.stats['start']} and took {chosen.stats['moves_taken']} moves")
     if chosen.topology.n_links <= 40:
-        console.print(f"links (* non-social): {links}", soft_wrap=True)
+        console.print(f"links (* non-social): {links}")
     else:
         non_social = [f"{u}-{v}" for u, v in chosen.topology.non_social_edges(net)]
         console.print(f"{chosen.topology.n_links} links; "
@@ -438,7 +438,7 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     console.print(f"DP devices: {dp}")
     margin = chosen.stats.get("ndlf_margin")
     if margin is not None and margin["kept_ndlf"]:
-        console.print(_kept_ndlf(margin), soft_wrap=True)
+        console.print(_kept_ndlf(margin))
     mixing = chosen.stats.get("mixing")
     if mixing is not None:
         kept = mixing["weights"] != "lazy-metropolis"

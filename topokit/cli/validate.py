@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import typer
 from rich import box
@@ -66,55 +67,87 @@ def _spread(mean: float, std: float) -> str:
     return f"{_number(mean)}±{_number(std, 2)}"
 
 
-def _summary_table(result, title: str, max_rows: int = 40) -> Table:
+class _Noted(NamedTuple):
+    """A table and what its columns mean, printed under it as a paragraph that wraps at
+    the terminal's width rather than the table's."""
+
+    table: Table
+    note: str
+
+
+def _compact_table(title: str) -> Table:
+    """A table without vertical rules, two spaces between columns: it reads at 80 columns."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                 pad_edge=False, collapse_padding=True)
+
+
+def _print_tables(*tables: _Noted) -> None:
+    for table, note in tables:
+        console.print(table)
+        console.print(escape(note))
+
+
+def _summary_tables(result, title: str, max_rows: int = 40) -> tuple[_Noted, _Noted]:
+    """What each topology is predicted to do, and what it measured at each target (one row
+    per topology and target, so any number of targets fits the width)."""
     summary = result.summary()
-    targets = sorted(summary["target"].unique())
-    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
-                  collapse_padding=True, caption=escape(
-        "L: local iterate (s); G': predicted global iterate (rounds); G'L: pseudo time (h); "
-        "G@a: measured rounds to accuracy a, mean±std over the trials that reached it "
-        "[reached/trials if not all]; T@a: their mean physical time G x L (h); exposed: "
-        f"stranger pairs (of {int(summary['stranger_pairs'].iloc[0])}) the privacy audit finds "
-        "exposed (mu = inf); mu: the worst finite stranger mu"))
+    by_topology = list(summary.groupby("topology", sort=False))
+    shown, hidden = by_topology[:max_rows], len(by_topology) - max_rows
+    more = f"; {hidden} more topologies in the runs table" if hidden > 0 else ""
+    return _predicted_table(shown, title, summary, more), _measured_table(shown, more)
+
+
+def _predicted_table(by_topology, title: str, summary, more: str) -> _Noted:
+    table = _compact_table(title)
+    note = ("L: local iterate (s); G': predicted global iterate (rounds); G'L: pseudo time "
+            f"(h); exposed: stranger pairs (of {int(summary['stranger_pairs'].iloc[0])}) the "
+            "privacy audit finds exposed (mu = inf); mu: the worst finite stranger mu" + more)
     table.add_column("topology", no_wrap=True)
     for column in ("H", "phi", "L", "G'", "G'L", "exposed", "mu"):
         table.add_column(column, justify="right", no_wrap=True)
-    for target in targets:
-        table.add_column(f"G@{target:g}", justify="right", no_wrap=True)
-        table.add_column(f"T@{target:g}", justify="right", no_wrap=True)
-    by_topology = list(summary.groupby("topology", sort=False))
-    for name, group in by_topology[:max_rows]:
+    for name, group in by_topology:
         first = group.iloc[0]
-        cells = [escape(str(name)), _number(first["hitting_time"]), _number(first["phi"], 2),
-                 _number(first["local_iterate"]), _number(first["predicted_global_iterate"]),
-                 _number(first["pseudo_time"] / HOUR),
-                 _number(first["exposed_stranger_pairs"]),
-                 _number(first["stranger_mu_max"])]
-        for target in targets:
-            row = group[group["target"] == target].iloc[0]
-            rounds = _spread(row["rounds_mean"], row["rounds_std"])
-            if row["reached"] < row["trials"]:
-                rounds += escape(f" [{int(row['reached'])}/{int(row['trials'])}]")
-            cells += [rounds, _number(row["time_mean"] / HOUR)]
-        table.add_row(*cells)
-    if len(by_topology) > max_rows:
-        table.caption += f"; {len(by_topology) - max_rows} more topologies in the runs table"
-    return table
+        table.add_row(escape(str(name)), _number(first["hitting_time"]),
+                      _number(first["phi"], 2), _number(first["local_iterate"]),
+                      _number(first["predicted_global_iterate"]),
+                      _number(first["pseudo_time"] / HOUR),
+                      _number(first["exposed_stranger_pairs"]),
+                      _number(first["stranger_mu_max"]))
+    return _Noted(table, note)
 
 
-def _correlation_table(result) -> Table:
-    table = Table(title="predicted against measured (Spearman over every run, never reached "
-                        "ranked slowest; in brackets: over the runs that reached the target)")
-    for column in ("target", "runs", "never reached", "Spearman time", "Spearman rounds",
-                   "Pearson time", "Pearson rounds"):
-        table.add_column(column, justify="right")
+def _measured_table(by_topology, more: str) -> _Noted:
+    table = _compact_table("measured")
+    note = ("G@a: rounds to accuracy a, mean±std over the trials that reached it "
+            "[reached/trials if not all]; T@a: their mean physical time G x L (h)" + more)
+    for column, justify in (("topology", "left"), ("target a", "right"), ("G@a", "right"),
+                            ("T@a (h)", "right")):
+        table.add_column(column, justify=justify, no_wrap=True)
+    for name, group in by_topology:
+        for row in group.sort_values("target").itertuples():
+            rounds = _spread(row.rounds_mean, row.rounds_std)
+            if row.reached < row.trials:
+                rounds += escape(f" [{int(row.reached)}/{int(row.trials)}]")
+            table.add_row(escape(str(name)), f"{row.target:g}", rounds,
+                          _number(row.time_mean / HOUR))
+    return _Noted(table, note)
+
+
+def _correlation_table(result) -> _Noted:
+    table = _compact_table("predicted against measured")
+    note = ("rho: Spearman correlation of predicted and measured time or rounds over every "
+            "run, never reached ranked slowest (in brackets: over the runs that reached the "
+            "target); r: Pearson's, over those that did; never: runs that never reached the "
+            "target")
+    for column in ("target", "runs", "never", "rho time", "rho rounds", "r time", "r rounds"):
+        table.add_column(column, justify="right", no_wrap=True)
     for row in result.correlations().itertuples():
         table.add_row(
             f"{row.target:g}", str(row.n), str(row.never_reached),
             f"{_number(row.spearman_time, 3)} ({_number(row.spearman_time_reached, 3)})",
             f"{_number(row.spearman_rounds, 3)} ({_number(row.spearman_rounds_reached, 3)})",
             _number(row.pearson_time, 3), _number(row.pearson_rounds, 3))
-    return table
+    return _Noted(table, note)
 
 
 @handles_user_errors
@@ -201,9 +234,8 @@ def validate_command(
                     "plot": None if plot is None else str(plot)})
         return
     name = net.name or network
-    console.print(_summary_table(result, f"{name}: {net.n_devices} devices, {trials} trial(s) "
-                                         "per topology"))
-    console.print(_correlation_table(result))
+    _print_tables(*_summary_tables(result, f"{name}: {net.n_devices} devices, {trials} "
+                                            "trial(s) per topology"), _correlation_table(result))
     if not result.frame["dp_formal"].astype(bool).all():
         from ..validation.core import NOMINAL_EPSILON_NOTE
 
