@@ -27,13 +27,14 @@ import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ._checks import check_int
 from ._io import atomic_path, atomic_paths, claim_parts_dir
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:  # pandas loads when a job runs: worker_count is on import topokit's path
+    import pandas as pd
 
 __all__ = ["JobResult", "run_resumable", "parts_dir_of", "part_path", "check_n_jobs",
            "worker_count", "check_scheduler"]
@@ -41,7 +42,7 @@ __all__ = ["JobResult", "run_resumable", "parts_dir_of", "part_path", "check_n_j
 Task = TypeVar("Task")
 Progress = Callable[[int, int], Any]
 #: One DataFrame per table, in the order of ``tables``.
-Frames = tuple[pd.DataFrame, ...]
+Frames = tuple["pd.DataFrame", ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +120,8 @@ def _read_piece(paths: tuple[Path, ...]) -> Frames | None:
     Parts are written atomically, so an unreadable one was damaged after the
     fact (a full disk, a copy cut short): it is deleted and its piece runs again.
     """
+    import pandas as pd
+
     if not all(path.exists() for path in paths):
         return None
     try:
@@ -138,6 +141,8 @@ def _read_finished(piece_paths: Sequence[tuple[Path, ...]]) -> dict[int, Frames]
 def _run_piece(worker: Callable[[Task], Sequence[pd.DataFrame]], task: Task,
                paths: tuple[Path, ...] | None) -> Frames:
     """Run one task; with ``paths``, write its frames there (in the worker, as soon as done)."""
+    import pandas as pd
+
     result = worker(task)
     if isinstance(result, pd.DataFrame):  # a tuple of it would be its column names
         raise TypeError("the worker must return a sequence of DataFrames, one per table")
@@ -169,10 +174,53 @@ def check_scheduler(scheduler: Any) -> str | None:
     return scheduler.strip()
 
 
+#: Seconds to wait for a scheduler's TCP connection and for its first bytes.
+SCHEDULER_TIMEOUT = 5.0
+
+
+def _probe_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None:
+    """Refuse, within ``timeout`` seconds each, an address where nothing listens or where
+    what listens is not a Dask scheduler.
+
+    A Dask scheduler writes its handshake as soon as a connection opens; an HTTP server
+    (or any other) waits for a request, and ``Client`` then waits for good.  TLS and other
+    transports are left to ``Client``.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+    parts = urlsplit(address)
+    if parts.scheme != "tcp":
+        return
+    try:
+        host, port = parts.hostname, parts.port or 8786
+    except ValueError:  # a port that is not a number
+        raise InvalidInputError(f"scheduler {scheduler!r} has no valid port; give an address "
+                                "such as tcp://host:8786") from None
+    try:
+        connection = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:  # refused, unknown host, or no answer (a TimeoutError)
+        reason = exc.strerror or f"no answer within {timeout:g} s"
+        raise InvalidInputError(f"cannot reach the Dask scheduler at {scheduler} ({reason}); "
+                                "start one (dask scheduler) or run without a scheduler"
+                                ) from None
+    with connection:
+        try:
+            greeted = bool(connection.recv(1))
+        except OSError:  # the timeout set above, or a reset
+            greeted = False
+    if not greeted:
+        raise InvalidInputError(f"{scheduler} answers but is not a Dask scheduler (no "
+                                f"handshake within {timeout:g} s); give the address "
+                                "dask scheduler prints")
+
+
 def _dask_client(scheduler: str):
     """A client of the scheduler; a scheduler that cannot be reached is the user's to fix."""
     from dask.distributed import Client
 
+    _probe_scheduler(scheduler)
     try:
         return Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
@@ -281,6 +329,8 @@ def run_resumable(
         if parts is not None and not any(parts.folder.glob(f"{tables[0]}-*.parquet")):
             shutil.rmtree(parts.folder, ignore_errors=True)
         raise
+
+    import pandas as pd
 
     frames = [pd.concat([results[k][i] for k in range(total)], ignore_index=True)
               for i in range(len(tables))]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from cli_errors import check_one_line
 
 from topokit import InvalidInputError, load_example, optimize, privacy_audit
 from topokit.audit.core import MAX_AUDIT_ROUNDS, check_audit_rounds
+
+from cli_errors import check_one_line
 
 
 @pytest.mark.parametrize("args, option", [

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial.distance import pdist, squareform
 
 from .._checks import check_choice, check_nonnegative, check_positive
 from ..errors import InvalidInputError
@@ -96,6 +95,8 @@ def pairwise_delays(
     if max_range_m is not None:
         max_range_m = check_nonnegative(max_range_m, "max_range_m")
     n = positions.shape[0]
+    from scipy.spatial.distance import pdist, squareform  # scipy.spatial: 0.2 s to import
+
     distance = squareform(pdist(positions)) if n > 1 else np.zeros((n, n))
     rates = _lte_rates(lte, n)
     pair_rate = np.minimum(rates[:, None], rates[None, :])
