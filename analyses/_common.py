@@ -110,6 +110,36 @@ def run_quick(main: Callable[[bool], Any]) -> None:
     main(parser.parse_args().quick)
 
 
+def ratio_figure(table, by: Sequence[str], methods: Sequence[str], ylabel: str,
+                 slower_at_most: float = 1.02):
+    """Each setting's ratio of each method's time to the reference's (column ``ratio``, one
+    row per setting of ``by`` and ``method``, as ``paired_ratios`` gives), one marker per
+    method, settings in ``by`` order along x, with the lines 1 and ``slower_at_most``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = list(by)
+    shown = table.sort_values(by)
+    settings = shown.drop_duplicates(by)[by].itertuples(index=False, name=None)
+    position = {setting: i for i, setting in enumerate(settings)}
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for method, marker in zip(methods, "ox+^v", strict=False):
+        part = shown[shown["method"] == method]
+        ax.scatter([position[s] for s in part[by].itertuples(index=False, name=None)],
+                   part["ratio"], marker=marker, label=method)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(slower_at_most, color="r", lw=0.8, ls="--",
+               label=f"{100 * (slower_at_most - 1):g} % slower than the reference")
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("setting (" + ", ".join(by) + ")")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------
 # Saved runs keyed by their inputs: the resume of the corpus and of the design benchmark
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,6 @@ interrupted call resumes, a changed input trains again).
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 from datetime import date
@@ -51,7 +50,16 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from analyses._common import digest, machine, network_digest, out_path, training_digest, write_json
+from analyses._common import (
+    digest,
+    machine,
+    network_digest,
+    out_path,
+    ratio_figure,
+    run_quick,
+    training_digest,
+    write_json,
+)
 from analyses.workload_corpus import generated_data
 from topokit import Workload, __version__, load_predictor, optimize, validate
 from topokit.design import predictor_at_workload
@@ -196,54 +204,26 @@ def goals(table: pd.DataFrame, runs: pd.DataFrame) -> dict:
     return out
 
 
-def figure(table: pd.DataFrame):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 3.8))
-    shown = table.sort_values(["data", "run_epsilon", "target", "skewness", "network"])
-    labels = shown.drop_duplicates(["data", "network", "skewness", "run_epsilon", "target"])
-    positions = {tuple(r): i for i, r in enumerate(
-        labels[["data", "network", "skewness", "run_epsilon", "target"]].itertuples(
-            index=False, name=None))}
-    for method, marker in (("optimize", "o"), ("blind", "x"), ("naive", "+")):
-        part = shown[shown["method"] == method]
-        x = [positions[tuple(r)] for r in part[["data", "network", "skewness", "run_epsilon",
-                                                "target"]].itertuples(index=False, name=None)]
-        ax.scatter(x, part["ratio"], marker=marker, label=method)
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.axhline(SLOWER_AT_MOST, color="r", lw=0.8, ls="--", label="2 % slower than NDLF")
-    ax.set_yscale("log")
-    ax.set_ylabel("time / NDLF's (median over trials)")
-    ax.set_xlabel("setting (data, epsilon, target, skewness, network)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(quick: bool) -> None:
     started = time.perf_counter()
     ceilings = {"generated": ceiling_probe(*generated_data(), rounds=ROUNDS, seed=0).ceiling}
-    trials = 2 if args.quick else TRIALS
-    runs = pd.concat([run_setting(s, ceilings, trials) for s in settings(args.quick)],
+    trials = 2 if quick else TRIALS
+    runs = pd.concat([run_setting(s, ceilings, trials) for s in settings(quick)],
                      ignore_index=True)
     table = ratios(runs)
     result = goals(table, runs)
-    stem = "workload_goals_quick" if args.quick else "workload_goals"
+    stem = "workload_goals_quick" if quick else "workload_goals"
     runs.to_parquet(out_path(f"{stem}.parquet"), index=False)
-    figure(table).savefig(out_path(f"{stem}.png"), dpi=120)
+    ratio_figure(table, ["data", "run_epsilon", "target", "skewness", "network"],
+                 ("optimize", "blind", "naive"), "time / NDLF's (median over trials)",
+                 SLOWER_AT_MOST).savefig(out_path(f"{stem}.png"), dpi=120)
     pd.set_option("display.width", 120)
     print(table.pivot_table(index=["data", "run_epsilon", "target", "skewness", "network"],
                             columns="method", values="ratio").round(3).to_string())
     for name, values in result.items():
         print(name, values)
     write_json(f"{stem}.json", {"command": f"python -m analyses.workload_goals"
-                                 f"{' --quick' if args.quick else ''}",
+                                 f"{' --quick' if quick else ''}",
                       "topokit_version": __version__, "date": date.today().isoformat(),
                       "machine": machine(), "ceilings": ceilings, "goals": result,
                       "ratios": table.to_dict(orient="records"),
@@ -251,4 +231,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_quick(main)

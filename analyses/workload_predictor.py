@@ -30,7 +30,6 @@ shipped).
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from datetime import date
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from analyses._common import machine, out_path, write_json
+from analyses._common import machine, out_path, run_quick, write_json
 from analyses.workload_corpus import DELTA, EPSILONS, ROUNDS, TARGETS, noise_multiplier
 from topokit import __version__
 from topokit.design.features import FeatureSettings
@@ -193,12 +192,9 @@ def figure(scores: pd.DataFrame):
     return fig
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(quick: bool) -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning)
-    rows = load_rows(args.quick)
+    rows = load_rows(quick)
     variant, tried = choose(rows)
     scores = judge(rows, variant)
     ceilings = (rows.drop_duplicates("data").set_index("data")["ceiling"].to_dict())
@@ -213,10 +209,10 @@ def main() -> None:
     print(scores.groupby(level=["data", "epsilon_run"]).median().round(3).to_string())
     print("by target:")
     print(scores.groupby(level=["data", "target"]).median().round(3).to_string())
-    stem = "workload_predictor_quick" if args.quick else "workload_predictor"
+    stem = "workload_predictor_quick" if quick else "workload_predictor"
     figure(scores).savefig(out_path(f"{stem}.png"), dpi=120)
     model, provenance = fit_shipped(rows, variant, {"logreg": ceilings.get("digits")})
-    command = "python -m analyses.workload_predictor" + (" --quick" if args.quick else "")
+    command = "python -m analyses.workload_predictor" + (" --quick" if quick else "")
     summary = {"command": command,
                "topokit_version": __version__, "date": date.today().isoformat(),
                "machine": machine(), "features": list(FEATURE_SETS[variant.features]),
@@ -228,7 +224,7 @@ def main() -> None:
                "median_spearman_by_data": by_data.to_dict(orient="index"),
                "leave_network_out_spearman_median": float(scores["workload"].median())}
     write_json(f"{stem}.json", summary)
-    if not args.quick:
+    if not quick:
         provenance["leave_network_out_spearman_median"] = summary[
             "leave_network_out_spearman_median"]
         model.save(SHIPPED, provenance)
@@ -236,4 +232,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_quick(main)

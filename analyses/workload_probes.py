@@ -31,7 +31,6 @@ analyses/out/workload_probes_parts/ under a key of all it depends on.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 from datetime import date
@@ -39,7 +38,16 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from analyses._common import digest, machine, network_digest, out_path, training_digest, write_json
+from analyses._common import (
+    digest,
+    machine,
+    network_digest,
+    out_path,
+    ratio_figure,
+    run_quick,
+    training_digest,
+    write_json,
+)
 from analyses.workload_goals import NETWORKS, GoalNetwork
 from topokit import Workload, __version__, load_predictor, optimize, validate
 from topokit.design.baselines import ndlf
@@ -132,60 +140,35 @@ def goals(table: pd.DataFrame, n_probe_runs: int) -> dict:
     return out
 
 
-def figure(table: pd.DataFrame):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    settings = table.drop_duplicates(["network", "skewness"])[["network", "skewness"]]
-    position = {tuple(r): i for i, r in enumerate(settings.itertuples(index=False, name=None))}
-    for arm, marker in zip(ARMS, "ox+", strict=True):
-        part = table[table["method"] == arm]
-        ax.scatter([position[tuple(r)] for r in part[["network", "skewness"]].itertuples(
-            index=False, name=None)], part["ratio"], marker=marker, label=arm)
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.axhline(1.02, color="r", lw=0.8, ls="--", label="2 % slower than NDLF")
-    ax.set_xticks(range(len(position)))
-    ax.set_xticklabels([f"{n}\nK={k:g}" for n, k in position], fontsize=5, rotation=90)
-    ax.set_ylabel("MLP time / NDLF's")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(quick: bool) -> None:
     started = time.perf_counter()
-    calibration = CALIBRATION[:1] if args.quick else CALIBRATION
-    fresh = NETWORKS[:1] if args.quick else NETWORKS
+    calibration = CALIBRATION[:1] if quick else CALIBRATION
+    fresh = NETWORKS[:1] if quick else NETWORKS
     probes = probe_runs(calibration)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = calibrate(probes, predictor="default", target=TARGET,
                            prior_strength=PRIOR_STRENGTH, settings=WORKLOAD)
-    stem = "workload_probes_quick" if args.quick else "workload_probes"
+    stem = "workload_probes_quick" if quick else "workload_probes"
     result.predictor.save(out_path(f"{stem}.predictor.json"))
     predictors = {"calibrated": result.predictor, "default": load_predictor("default"),
                   "mlp": load_predictor("mlp")}
-    runs = judgement_runs(fresh, predictors, 2 if args.quick else TRIALS)
+    runs = judgement_runs(fresh, predictors, 2 if quick else TRIALS)
     table = ratios(runs)
     result_goals = goals(table, len(probes.drop_duplicates(["network", "topology", "trial",
                                                            "skewness"])))
-    figure(table).savefig(out_path(f"{stem}.png"), dpi=120)
+    ratio_figure(table, ["skewness", "network"], ARMS, "MLP time / NDLF's (median over "
+                 "trials)").savefig(out_path(f"{stem}.png"), dpi=120)
     print(table.pivot_table(index=["network", "skewness"], columns="method",
                             values="ratio").round(3).to_string())
     for name, values in result_goals.items():
         print(name, values)
     write_json(f"{stem}.json", {
-        "command": "python -m analyses.workload_probes" + (" --quick" if args.quick else ""),
+        "command": "python -m analyses.workload_probes" + (" --quick" if quick else ""),
         "topokit_version": __version__, "date": date.today().isoformat(), "machine": machine(),
         "goals": result_goals, "ratios": table.to_dict(orient="records"),
         "seconds": round(time.perf_counter() - started)})
 
 
 if __name__ == "__main__":
-    main()
+    run_quick(main)
