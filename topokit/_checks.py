@@ -325,7 +325,23 @@ def check_output_path(path: str | os.PathLike, name: str = "output") -> Path:
                 f"{name}: cannot write {target}: {parent} is a file, not a folder; "
                 "choose another path"
             )
+    _check_writable_folder(target, name)
     return target
+
+
+def _check_writable_folder(target: Path, name: str) -> None:
+    """Refuse ``target`` when its nearest existing folder takes no new file (read-only, a
+    pseudo file system such as /proc): tried by creating and removing a scratch file,
+    which permission bits alone do not tell (root ignores them)."""
+    import tempfile
+
+    folder = next((parent for parent in target.parents if parent.exists()), Path("."))
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot write {target}: {folder} takes no new file "
+                                f"({exc.strerror}); choose another path") from None
 
 
 def _physical_memory() -> float:

@@ -88,8 +88,11 @@ def _final_mode(target: Path) -> int:
 def _new_temp(target: Path, suffix: str) -> Path:
     _make_parent(target)
     _remove_orphaned_temps(target)
-    fd, name = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=suffix + _TEMP_SUFFIX,
-                                dir=target.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=suffix + _TEMP_SUFFIX,
+                                    dir=target.parent)
+    except OSError as exc:  # the hidden temporary file's name would mean nothing to the user
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     return Path(name)
 

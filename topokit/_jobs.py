@@ -106,6 +106,10 @@ def _claim_parts(outputs: Sequence[Path], tables: Sequence[str], n_tasks: int,
     if len(outputs) != len(tables) or description is None:
         raise ValueError("outputs needs one path per table and a job description")
     folder = parts_dir_of(outputs[0])
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInputError(
+            f"{folder} is a file, where this run keeps its resumable pieces (beside "
+            f"{outputs[0]}); move or delete it, or choose another output path")
     if folder.exists() and not resume:
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
