@@ -26,13 +26,6 @@ from typing import Any
 from . import _compat
 from . import design as _design_package
 from ._version import __version__
-from .design import _autotag as _autotag_module
-from .design._autotag import autotag
-from .design._optimize import optimize
-from .design.metrics import Metrics, evaluate
-from .design.predictor import GlobalIteratePredictor
-from .design.result import Design
-from .design.time_predictor import TrainingTimePredictor, load_predictor, predict_topology
 from .design.workload import Workload, load_workload
 from .errors import (
     DisconnectedGraphError,
@@ -40,28 +33,28 @@ from .errors import (
     InvalidTopologyError,
     TopokitError,
 )
-from .kernels import (
-    hitting_time_and_gap,
-    hitting_times,
-    lazy_metropolis,
-    max_hitting_time,
-    metropolis,
-    spectral_gap,
-)
 from .network.core import Network, Topology
 from .network.examples import list_examples, load_example
 from .network.formats import load_network, load_topology, save_network, save_topology
 
 _compat.install()
-# ``topokit.autotag`` names the function.  The module lives in
-# ``topokit.design._autotag``; registering it under its old path keeps
-# ``from topokit.autotag import Design`` working without an import ever
-# rebinding the ``topokit.autotag`` attribute to the module.
-sys.modules.setdefault("topokit.autotag", _autotag_module)
+# ``topokit.autotag`` names the function (loaded on first use, below).  The module
+# lives in ``topokit.design._autotag``; a stand-in registered under its old path keeps
+# ``from topokit.autotag import Design`` working without an import ever rebinding the
+# ``topokit.autotag`` attribute to the module.
+sys.modules.setdefault("topokit.autotag", _compat.LazyModule("topokit.autotag",
+                                                             "topokit.design._autotag"))
 
 _LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli", "testing"}
-# The design package's heavy parts, under the same names (one list, in topokit.design).
-_LAZY_ATTRIBUTES = dict(_design_package._LAZY_ATTRIBUTES)
+# What judges, searches or computes loads on first use: the predictors are scikit-learn
+# estimators and the kernels compile with Numba (one list, in topokit.design, for the
+# design API; the kernels' names here).
+_LAZY_ATTRIBUTES = {
+    **_design_package._LAZY_ATTRIBUTES,
+    **{name: ("topokit.kernels", name) for name in (
+        "hitting_time_and_gap", "hitting_times", "lazy_metropolis", "max_hitting_time",
+        "metropolis", "spectral_gap")},
+}
 
 __all__ = [
     "__version__",
@@ -94,7 +87,15 @@ __all__ = [
     "hitting_time_and_gap",
     "max_hitting_time",
     "spectral_gap",
-    *_LAZY_ATTRIBUTES,
+    "batch_analyze",
+    "validate",
+    "calibrate",
+    "privacy_audit",
+    "PrivacyAudit",
+    "fastest_mixing_topology",
+    "metropolis_hastings_topology",
+    "export_design",
+    "probe_topologies",
 ]
 
 

@@ -19,7 +19,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-__all__ = ["MOVED_MODULES"]
+__all__ = ["MOVED_MODULES", "LazyModule"]
 
 #: Old module path -> the module's home since the layout of version 0.2.
 MOVED_MODULES: dict[str, str] = {
@@ -51,6 +51,18 @@ MOVED_MODULES: dict[str, str] = {
     "topokit.design.validation": "topokit.validation.core",
     "topokit.design.calibration": "topokit.validation.calibration",
 }
+
+
+class LazyModule(ModuleType):
+    """A stand-in for the module ``target`` under the name ``name``: it imports ``target`` on
+    the first attribute asked of it and answers with the target's attributes."""
+
+    def __init__(self, name: str, target: str) -> None:
+        super().__init__(name)
+        self.__dict__["_target"] = target
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self.__dict__["_target"]), attribute)
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from .._io import write_json
-from ..design.metrics import DEFAULT_AUDIT_ROUNDS
-from ..design.report import StrangerAudit, baseline_topologies, metric_columns
+from ..design._defaults import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
+
+if TYPE_CHECKING:  # the report imports the predictors (scikit-learn): loaded per command
+    from ..design.report import StrangerAudit
 from ._common import (
     AUDIT_MODEL_TEXT,
     ExampleOpt,
@@ -51,6 +53,7 @@ def _stranger_audit(rounds: int, noise_multiplier: float | None,
     from ..audit import AUDIT_MODELS as MODELS
     from ..audit.core import check_audit_rounds
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
+    from ..design.report import StrangerAudit
 
     if noise_multiplier is None and workload is not None:  # the noise it trains with
         noise_multiplier = workload.resolved_noise_multiplier
@@ -107,6 +110,7 @@ def analyze(
     stranger rows come from the exact privacy audit (see ``topokit audit``).
     """
     from ..design.baselines import ndlf
+    from ..design.report import metric_columns
     from ..design.time_predictor import load_predictor
 
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
@@ -211,6 +215,7 @@ def design(
     `analyze --topology`), --plot draws it.
     """
     from .._checks import check_choice
+    from ..design.report import baseline_topologies, metric_columns
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)

@@ -8,16 +8,17 @@ exit status 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.table import Table
 
 from .._io import atomic_path
 from ..errors import InvalidInputError
-from ..gfl.config import GFLConfig, load_config, preset
-from ..gfl.core import GFLResult, run_many
+
+if TYPE_CHECKING:  # the GFL core (pandas, scipy) loads when a command runs
+    from ..gfl.config import GFLConfig
+    from ..gfl.core import GFLResult
 from ._common import (
     check_output_option,
     check_plot_path,
@@ -48,6 +49,8 @@ def _main() -> None:
 
 def _resolve_config(config_file: Path | None, preset_name: str | None, seed: int | None
                     ) -> GFLConfig:
+    from ..gfl.config import load_config, preset
+
     if config_file is not None:
         config = load_config(config_file, base=preset_name)
     else:
@@ -82,6 +85,8 @@ def _summary(results: list[GFLResult]) -> Table:
 
 
 def _write_outputs(results: list[GFLResult], output: Path | None, plot: Path | None) -> None:
+    import pandas as pd
+
     if output is not None:
         frame = pd.concat([r.to_frame() for r in results], ignore_index=True)
         with atomic_path(output) as tmp:
@@ -117,6 +122,8 @@ def run_command(
         "updates) in one batched pass instead of the configured variant only.")] = True,
 ) -> None:
     """Run privatized GFL from a preset or a TOML configuration."""
+    from ..gfl.core import run_many
+
     _check_suffix(output, (".parquet", ".csv"), "--output")
     check_output_option(output)
     check_plot_path(plot)

@@ -17,9 +17,6 @@ import typer
 from .._checks import check_choice, check_output_path
 from .._io import atomic_paths, dumps_json, write_json
 from ..errors import InvalidInputError
-from ..learn.data import load_signals
-from ..learn.federated import learn_federated
-from ..learn.solvers import learn_graph, params_for_degree
 from ._common import check_output_option, check_plot_path, check_seed_option
 
 __all__ = ["app", "learn_command", "learn_federated_command"]
@@ -103,6 +100,9 @@ def learn_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the device positions and classes written."),
 ) -> None:
     """Learn one weighted graph from smooth signals (log-degree model)."""
+    from ..learn.data import load_signals
+    from ..learn.solvers import learn_graph, params_for_degree
+
     check_plot_path(plot)
     check_output_option(output)
     check_seed_option(seed)
@@ -168,6 +168,9 @@ def learn_federated_command(
     check_choice(coupling, "--coupling", ("implicit", "explicit"))
     check_seed_option(seed)
     check_output_path(output / "summary.json", "--output")
+    from ..learn.data import load_signals
+    from ..learn.federated import learn_federated
+
     signals = [load_signals(path) for path in client_files]
     clip_norm = clip if epsilon is not None else None
     result = learn_federated(

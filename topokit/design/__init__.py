@@ -54,28 +54,29 @@ from ..network.formats import (
     save_network,
     save_topology,
 )
-from ._autotag import autotag
-from ._optimize import check_ndlf_margin, default_mixing, optimize
-from .features import FeatureSettings, TopologyFeatures, topology_features
-from .metrics import Metrics, evaluate
-from .predictor import GlobalIteratePredictor
-from .result import PHASES, Candidate, Design, Trace
-from .time_predictor import (
-    TrainingTimePredictor,
-    load_predictor,
-    predict_topology,
-    predictor_at_workload,
-    shipped_predictor_for,
-    workload_ceiling,
-    workload_outside,
-)
 from .workload import Workload, load_workload
 
-# Training-backed and parallel parts load on first use (they import the training
-# core, joblib and dask).  validate, calibrate and the audit live in their own rooms
-# (topokit.validation, topokit.audit); they stay reachable here for code written
-# before they moved.
+# Everything that judges or searches loads on first use: the predictors are
+# scikit-learn estimators and the kernels compile with Numba, which ``import
+# topokit`` (every CLI command, ``topokit --help`` too) should not pay for.  The
+# training-backed and parallel parts (the training core, joblib, dask) likewise;
+# validate, calibrate and the audit live in their own rooms (topokit.validation,
+# topokit.audit) and stay reachable here for code written before they moved.
+_SEARCH_AND_JUDGE = {
+    "autotag": "_autotag",
+    "optimize": "_optimize", "check_ndlf_margin": "_optimize", "default_mixing": "_optimize",
+    "FeatureSettings": "features", "TopologyFeatures": "features",
+    "topology_features": "features",
+    "Metrics": "metrics", "evaluate": "metrics",
+    "GlobalIteratePredictor": "predictor",
+    "PHASES": "result", "Candidate": "result", "Design": "result", "Trace": "result",
+    "TrainingTimePredictor": "time_predictor", "load_predictor": "time_predictor",
+    "predict_topology": "time_predictor", "predictor_at_workload": "time_predictor",
+    "shipped_predictor_for": "time_predictor", "workload_ceiling": "time_predictor",
+    "workload_outside": "time_predictor",
+}
 _LAZY_ATTRIBUTES = {
+    **{name: (f"topokit.design.{module}", name) for name, module in _SEARCH_AND_JUDGE.items()},
     "batch_analyze": ("topokit.design.batch", "batch_analyze"),
     "validate": ("topokit.validation.core", "validate"),
     "calibrate": ("topokit.validation.calibration", "calibrate"),

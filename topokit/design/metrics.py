@@ -14,15 +14,9 @@ from .._checks import graph_adjacency
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
 from ..network.quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
+from ._defaults import DEFAULT_AUDIT_ROUNDS  # noqa: F401 (its public home)
 from .features import features_of_topology, walk_summary
 from .predictor import GlobalIteratePredictor
-
-#: Rounds of gossip of the stranger audit that ``topokit design``, ``analyze`` and
-#: :func:`~topokit.validation.validate` run on every topology they report.  mu
-#: grows with the rounds and levels off once the gossip has mixed: on the bundled
-#: siot32's AutoTag design the worst finite stranger mu at 50 rounds is within 1e-9 of
-#: its 1,000-round value.
-DEFAULT_AUDIT_ROUNDS = 50
 
 __all__ = ["Metrics", "Exposure", "evaluate", "exposure", "dp_ends", "local_iterate"]
 

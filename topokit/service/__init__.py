@@ -1,4 +1,5 @@
-"""``topokit serve``: topology design as an HTTP service with a durable job queue.
+"""``topokit serve``: topology design and privacy audits as an HTTP service with a durable
+job queue.
 
 =====================  ==========================================================
 module                 holds
@@ -6,7 +7,7 @@ module                 holds
 :mod:`.app`            :func:`create_app`, the ASGI app and its ``/v1`` endpoints
 :mod:`.schema`         the request bodies, checked with the library's checks
 :mod:`.store`          :class:`JobStore`, the jobs in one SQLite file
-:mod:`.worker`         :class:`WorkerPool`, the threads that run queued designs
+:mod:`.worker`         :class:`WorkerPool`, the threads that run queued jobs
 =====================  ==========================================================
 
 Needs the ``serve`` extra (``pip install "topokit[serve]"``): FastAPI and uvicorn.

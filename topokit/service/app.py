@@ -1,4 +1,4 @@
-"""The ASGI app of ``topokit serve``: design jobs and evaluations over HTTP.
+"""The ASGI app of ``topokit serve``: design and audit jobs, and evaluations, over HTTP.
 
 =============================  ================================================
 endpoint                       does
@@ -6,6 +6,9 @@ endpoint                       does
 ``POST /v1/designs``           queue a design (202; ``Idempotency-Key`` honoured)
 ``GET /v1/designs/{id}``       its status, result (done) or error (failed)
 ``DELETE /v1/designs/{id}``    cancel a queued design
+``POST /v1/audits``            queue a privacy audit (as designs)
+``GET /v1/audits/{id}``        its status, result (done) or error (failed)
+``DELETE /v1/audits/{id}``     cancel a queued audit
 ``POST /v1/evaluations``       metrics of a topology (synchronous)
 ``GET /v1/health``             liveness and the queue's counts (no token needed)
 ``GET /v1/version``            topokit's version
@@ -33,7 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._version import __version__
 from ..errors import TopokitError
-from .schema import RequestError, parse_design, parse_evaluation, parse_json, request_digest
+from .schema import JOB_PARSERS, RequestError, parse_evaluation, parse_json, request_digest
 from .store import IdempotencyConflict, Job, JobStore
 from .worker import WorkerPool
 
@@ -67,10 +70,15 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _job_path(kind: str, job_id: str) -> str:
+    """The URL path of job ``job_id`` of ``kind``: ``/v1/designs/ID``, ``/v1/audits/ID``."""
+    return f"/v1/{kind}s/{job_id}"
+
+
 def _job_view(job: Job) -> dict[str, Any]:
     """The JSON of a job: id, status, links, and its result or error when it has one."""
     view: dict[str, Any] = {"id": job.id, "status": job.status,
-                            "links": {"self": f"/v1/designs/{job.id}"},
+                            "links": {"self": _job_path(job.kind, job.id)},
                             "attempts": job.attempts}
     if job.status == "done":
         view["result"] = job.result
@@ -137,7 +145,7 @@ def create_app(db_path: str | Path, *, token: str | None = None,
     max_devices : int or None
         Networks with more devices are refused with 422 (None: no limit).
     workers : int, default 1
-        Threads running design jobs; 0 only queues them.
+        Threads running design and audit jobs; 0 only queues them.
     """
     store = JobStore(db_path)
     pool = WorkerPool(store, workers)
@@ -160,41 +168,80 @@ def create_app(db_path: str | Path, *, token: str | None = None,
     return app
 
 
+async def _submit(request: Request, kind: str, store: JobStore, pool: WorkerPool, *,
+                  max_body_bytes: int, max_devices: int | None) -> JSONResponse:
+    """Check a job request of ``kind`` as its parser does, then queue it (202)."""
+    data = parse_json(await _body(request, max_body_bytes))
+    # Every refusal comes now, with its 422, never later from a worker.
+    await run_in_threadpool(JOB_PARSERS[kind], data, max_devices=max_devices)
+    key = request.headers.get("idempotency-key")
+    try:
+        job, _ = await run_in_threadpool(store.submit, kind, data,
+                                         digest=request_digest(data), idempotency_key=key)
+    except IdempotencyConflict as exc:
+        return _error(409, str(exc), "Idempotency-Key")
+    pool.wake()
+    return JSONResponse(_job_view(job), status_code=202,
+                        headers={"Location": _job_path(kind, job.id)})
+
+
+def _status(store: JobStore, kind: str, job_id: str) -> JSONResponse:
+    """The view of job ``job_id`` of ``kind``; 404 for no such job or one of another kind."""
+    job = store.get(job_id, kind)
+    if job is None:
+        return _error(404, f"no {kind} job {job_id!r}", "id")
+    return JSONResponse(_job_view(job))
+
+
+def _cancel(store: JobStore, kind: str, job_id: str) -> JSONResponse:
+    """Cancel job ``job_id`` of ``kind`` if queued; 404 as :func:`_status`, 409 once it runs."""
+    job = store.cancel(job_id, kind)
+    if job is None:
+        return _error(404, f"no {kind} job {job_id!r}", "id")
+    if job.status != "cancelled":
+        return _error(409, f"{kind} job {job_id} is {job.status}; only a queued job can be "
+                           "cancelled", "id")
+    return JSONResponse(_job_view(job))
+
+
 def _add_routes(app: FastAPI, store: JobStore, pool: WorkerPool, *, max_body_bytes: int,
                 max_devices: int | None) -> None:
+    limits = {"max_body_bytes": max_body_bytes, "max_devices": max_devices}
+
     @app.post("/v1/designs", status_code=202)
     async def submit_design(request: Request) -> JSONResponse:
         """Queue a design: ``{"network": <node-link JSON>, "method", "options"}``."""
-        data = parse_json(await _body(request, max_body_bytes))
-        await run_in_threadpool(parse_design, data, max_devices=max_devices)
-        key = request.headers.get("idempotency-key")
-        try:
-            job, _ = await run_in_threadpool(store.submit, "design", data,
-                                             digest=request_digest(data), idempotency_key=key)
-        except IdempotencyConflict as exc:
-            return _error(409, str(exc), "Idempotency-Key")
-        pool.wake()
-        return JSONResponse(_job_view(job), status_code=202,
-                            headers={"Location": f"/v1/designs/{job.id}"})
+        return await _submit(request, "design", store, pool, **limits)
 
     @app.get("/v1/designs/{job_id}")
     def design_status(job_id: str) -> JSONResponse:
         """A design's status, with its result when done and its error when failed."""
-        job = store.get(job_id)
-        if job is None or job.kind != "design":
-            return _error(404, f"no design job {job_id!r}", "id")
-        return JSONResponse(_job_view(job))
+        return _status(store, "design", job_id)
 
     @app.delete("/v1/designs/{job_id}")
     def cancel_design(job_id: str) -> JSONResponse:
         """Cancel a queued design (409 once it runs or has ended)."""
-        job = store.cancel(job_id)
-        if job is None or job.kind != "design":
-            return _error(404, f"no design job {job_id!r}", "id")
-        if job.status != "cancelled":
-            return _error(409, f"design job {job_id} is {job.status}; only a queued job can be "
-                               "cancelled", "id")
-        return JSONResponse(_job_view(job))
+        return _cancel(store, "design", job_id)
+
+    @app.post("/v1/audits", status_code=202)
+    async def submit_audit(request: Request) -> JSONResponse:
+        """Queue a privacy audit: ``{"network": <node-link JSON>, "topology", "options"}``.
+
+        ``topology`` defaults to the network's stored one; ``options``:
+        ``rounds``, ``noise_multiplier`` (a number, or an object device ->
+        number), ``model`` (``gossip`` or ``dsgd``), ``delta``.
+        """
+        return await _submit(request, "audit", store, pool, **limits)
+
+    @app.get("/v1/audits/{job_id}")
+    def audit_status(job_id: str) -> JSONResponse:
+        """An audit's status, with its result (``topokit audit --json``) when done."""
+        return _status(store, "audit", job_id)
+
+    @app.delete("/v1/audits/{job_id}")
+    def cancel_audit(job_id: str) -> JSONResponse:
+        """Cancel a queued audit (409 once it runs or has ended)."""
+        return _cancel(store, "audit", job_id)
 
     @app.post("/v1/evaluations")
     async def evaluation(request: Request) -> JSONResponse:

@@ -18,12 +18,15 @@ from typing import Any
 
 from ..errors import TopokitError
 
-__all__ = ["RequestError", "DesignRequest", "parse_json", "parse_design", "parse_evaluation",
-           "request_digest", "METHODS", "OPTIONS", "PREDICTORS"]
+__all__ = ["RequestError", "DesignRequest", "AuditRequest", "parse_json", "parse_design",
+           "parse_audit", "parse_evaluation", "parse_topology", "request_digest", "JOB_PARSERS",
+           "METHODS", "OPTIONS", "AUDIT_OPTIONS", "PREDICTORS"]
 
 METHODS = ("optimize", "autotag")
 #: The options of a design request (``topokit design``'s options of the same names).
 OPTIONS = ("predictor", "mixing", "max_stranger_mu", "seed", "workload")
+#: The options of an audit request (:func:`topokit.privacy_audit`'s arguments of the same names).
+AUDIT_OPTIONS = ("rounds", "noise_multiplier", "model", "delta")
 #: The predictors a request may name (a server reads no predictor files).
 PREDICTORS = ("default", "mlp", "paper")
 
@@ -56,6 +59,23 @@ class DesignRequest:
     max_stranger_mu: float | None
     seed: int
     workload: Any
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """A checked audit request: the arguments of :func:`topokit.privacy_audit`.
+
+    ``topology_source`` says where the topology came from (``"given topology"``
+    or ``"stored topology"``), as ``topokit audit --json`` does.
+    """
+
+    net: Any
+    topology: Any
+    topology_source: str
+    rounds: int
+    noise_multiplier: Any  # None: privacy_audit's default
+    model: str
+    delta: float | None
 
 
 def parse_json(body: bytes) -> Any:
@@ -100,7 +120,7 @@ def parse_network(data: Any, *, max_devices: int | None):
 
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if max_devices is not None and isinstance(nodes, list) and len(nodes) > max_devices:
-        raise RequestError(f"the network has {len(nodes)} devices; this server designs networks "
+        raise RequestError(f"the network has {len(nodes)} devices; this server takes networks "
                            f"of at most {max_devices} (its --max-devices)", field="network")
     try:
         return graph_to_network(_node_link_graph(copy.deepcopy(data), "network"),
@@ -177,10 +197,19 @@ def parse_design(data: Any, *, max_devices: int | None = None) -> DesignRequest:
     return DesignRequest(net=net, method=method, **options)
 
 
+def parse_topology(data: Any, net):
+    """The Topology of JSON ``data`` ``{"edges", "dp_devices"}``, validated on ``net``."""
+    from ..network.core import Topology
+
+    try:
+        return Topology.from_dict(data).validate(net)
+    except TopokitError as exc:
+        raise RequestError(str(exc), field="topology") from None
+
+
 def parse_evaluation(data: Any, *, max_devices: int | None = None):
     """The network, topology and predictor of ``POST /v1/evaluations``."""
     from .._checks import check_choice
-    from ..network.core import Topology
 
     data = _checked_keys(data, ("network", "topology", "predictor"), ("network", "topology"),
                          "the body")
@@ -188,8 +217,83 @@ def parse_evaluation(data: Any, *, max_devices: int | None = None):
     if predictor is not None:
         _checked("predictor", check_choice, predictor, "predictor", PREDICTORS)
     net = parse_network(data["network"], max_devices=max_devices)
-    try:
-        topology = Topology.from_dict(data["topology"]).validate(net)
-    except TopokitError as exc:
-        raise RequestError(str(exc), field="topology") from None
-    return net, topology, predictor
+    return net, parse_topology(data["topology"], net), predictor
+
+
+def _audit_options(options: Any) -> dict[str, Any]:
+    """The options of an audit request that need no network: rounds, model, delta.
+
+    An absent or null option takes :func:`topokit.privacy_audit`'s default
+    (rounds: :data:`~topokit.design.metrics.DEFAULT_AUDIT_ROUNDS`, as designs audit).
+    """
+    from .._checks import check_choice, check_real
+    from ..audit.core import AUDIT_MODELS, check_audit_rounds
+    from ..design.metrics import DEFAULT_AUDIT_ROUNDS
+
+    options = _checked_keys({} if options is None else options, AUDIT_OPTIONS, (), "options")
+    model = _given(options, "model", "gossip")
+    _checked("options.model", check_choice, model, "options.model", AUDIT_MODELS)
+    # Refused here, before the network is read: a huge audit is refused at once.
+    rounds = _checked("options.rounds", check_audit_rounds,
+                      _given(options, "rounds", DEFAULT_AUDIT_ROUNDS), model, "options.rounds")
+    delta = options.get("delta")
+    if delta is not None:
+        delta = _checked("options.delta", check_real, delta, "options.delta", low=0, high=1,
+                         closed="neither")
+    return {"rounds": rounds, "model": model, "delta": delta}
+
+
+def _given(options: dict[str, Any], name: str, default: Any) -> Any:
+    """Option ``name``, or ``default`` when it is absent or null."""
+    value = options.get(name)
+    return default if value is None else value
+
+
+def _audit_topology(data: dict[str, Any], net) -> tuple[Any, str]:
+    """The topology to audit and where it came from: the body's, else the network's own."""
+    if data.get("topology") is not None:
+        return parse_topology(data["topology"], net), "given topology"
+    if net.topology is not None:
+        return net.topology, "stored topology"
+    raise RequestError("no topology to audit: the body has no 'topology' and the network "
+                       "stores none; give one as {\"edges\": [[u, v], ...], \"dp_devices\": "
+                       "[...]}", field="topology")
+
+
+def _noise_multiplier(value: Any, net, topology) -> Any:
+    """``options.noise_multiplier`` checked as :func:`topokit.privacy_audit` checks it.
+
+    None (absent or null) stays None: the library's default.  A JSON object's
+    keys are text: each is read as the device it names, or the device that
+    prints as it (a network of integer ids), so that the library names a key
+    that is neither.
+    """
+    from ..audit.core import _noise_vector
+
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        by_text = {str(node): node for node in net.nodes}
+        value = {key if key in net.index else by_text.get(key, key): level
+                 for key, level in value.items()}
+    _checked("options.noise_multiplier", _noise_vector, net, topology, value)
+    return value
+
+
+def parse_audit(data: Any, *, max_devices: int | None = None) -> AuditRequest:
+    """The checked request of ``POST /v1/audits``.
+
+    The options that need no network come first, so that a refused one costs
+    no network read; the noise multipliers last, as they need the topology.
+    """
+    data = _checked_keys(data, ("network", "topology", "options"), ("network",), "the body")
+    options = _audit_options(data.get("options"))
+    net = parse_network(data["network"], max_devices=max_devices)
+    topology, source = _audit_topology(data, net)
+    noise = _noise_multiplier((data.get("options") or {}).get("noise_multiplier"), net, topology)
+    return AuditRequest(net=net, topology=topology, topology_source=source,
+                        noise_multiplier=noise, **options)
+
+
+#: The parser of each kind of job's request (the kind is the store's ``kind`` column).
+JOB_PARSERS = {"design": parse_design, "audit": parse_audit}

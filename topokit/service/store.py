@@ -8,6 +8,9 @@ same job.  A running job records its owner (host and process id);
 :meth:`JobStore.recover` puts back in the queue the jobs whose owner on this
 host has died (a killed server), or fails them with a reason once they have
 been tried ``max_attempts`` times, so that no job stays ``running`` forever.
+Every job has a ``kind`` (``"design"`` or ``"audit"``); :meth:`JobStore.get`
+and :meth:`JobStore.cancel` given a kind never see a job of another, and the
+queue, its claims and its recovery treat every kind alike.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
 """
+
+#: A condition on the kind of a job, bound to (kind, kind): any kind when kind is None.
+_KIND_IS = "(? IS NULL OR kind = ?)"
 
 
 class IdempotencyConflict(Exception):
@@ -149,7 +155,8 @@ class JobStore:
         """Queue a job; return it and whether it is new.
 
         With ``idempotency_key``, a key seen before returns its job (same
-        ``digest``) or raises :class:`IdempotencyConflict` (another digest).
+        ``kind`` and ``digest``) or raises :class:`IdempotencyConflict` (another
+        kind or digest: one body can be both a design and an audit request).
         """
         now = time.time()
         with self._transaction() as db:
@@ -157,7 +164,7 @@ class JobStore:
                 row = db.execute("SELECT * FROM jobs WHERE idempotency_key = ?",
                                  (idempotency_key,)).fetchone()
                 if row is not None:
-                    if row["request_digest"] != digest:
+                    if row["kind"] != kind or row["request_digest"] != digest:
                         raise IdempotencyConflict(idempotency_key, row["id"])
                     return Job._of(row), False
             job_id = uuid.uuid4().hex
@@ -168,11 +175,12 @@ class JobStore:
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return Job._of(row), True
 
-    def get(self, job_id: str) -> Job | None:
-        """The job ``job_id``, or None."""
+    def get(self, job_id: str, kind: str | None = None) -> Job | None:
+        """The job ``job_id`` (of ``kind``, when given), or None."""
         conn = self._connect()
         try:
-            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            row = conn.execute(f"SELECT * FROM jobs WHERE id = ? AND {_KIND_IS}",
+                               (job_id, kind, kind)).fetchone()
         finally:
             conn.close()
         return None if row is None else Job._of(row)
@@ -207,12 +215,17 @@ class JobStore:
                 (status, result, error, time.time(), job_id, owner)).rowcount
         return changed == 1
 
-    def cancel(self, job_id: str) -> Job | None:
-        """Cancel ``job_id`` if it is queued; return the job as it now is (None: no such job)."""
+    def cancel(self, job_id: str, kind: str | None = None) -> Job | None:
+        """Cancel ``job_id`` if it is queued; return the job as it now is.
+
+        None: no such job, or (with ``kind``) one of another kind, which is left alone.
+        """
         with self._transaction() as db:
-            db.execute("UPDATE jobs SET status = 'cancelled', updated = ? "
-                       "WHERE id = ? AND status = 'queued'", (time.time(), job_id))
-            row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            db.execute(f"UPDATE jobs SET status = 'cancelled', updated = ? "
+                       f"WHERE id = ? AND status = 'queued' AND {_KIND_IS}",
+                       (time.time(), job_id, kind, kind))
+            row = db.execute(f"SELECT * FROM jobs WHERE id = ? AND {_KIND_IS}",
+                             (job_id, kind, kind)).fetchone()
         return None if row is None else Job._of(row)
 
     def recover(self) -> dict[str, int]:

@@ -1,8 +1,10 @@
 """The background workers: threads that claim queued jobs from the store and run them.
 
 A design job runs :func:`topokit.optimize` or :func:`topokit.autotag` with its
-request's options, and its result is the JSON ``topokit design -o`` writes,
-recorded in one transaction with the job's new status.
+request's options, and its result is the JSON ``topokit design -o`` writes; an
+audit job runs :func:`topokit.privacy_audit`, and its result is the JSON
+``topokit audit --json`` prints.  A result is recorded in one transaction with
+the job's new status.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from typing import Any
 
 from .._io import dumps_json
 from ..errors import TopokitError
-from .schema import DesignRequest, RequestError, parse_design
+from .schema import JOB_PARSERS, AuditRequest, DesignRequest, RequestError
 from .store import JobStore, this_owner
 
-__all__ = ["WorkerPool", "design_payload", "run_job"]
+__all__ = ["WorkerPool", "design_payload", "audit_payload", "run_job"]
 
 logger = logging.getLogger("topokit.service")
 
@@ -55,16 +57,33 @@ def design_payload(request: DesignRequest) -> dict[str, Any]:
             "baselines": columns, "stranger_audit": audit.settings()}
 
 
+def audit_payload(request: AuditRequest) -> dict[str, Any]:
+    """The privacy audit of ``request``, as the JSON ``topokit audit --json`` prints."""
+    from ..audit.core import privacy_audit
+
+    # Absent, the library's default noise applies, as with topokit audit.
+    noise = ({} if request.noise_multiplier is None
+             else {"noise_multiplier": request.noise_multiplier})
+    audit = privacy_audit(request.net, request.topology, rounds=request.rounds,
+                          delta=request.delta, model=request.model, **noise)
+    return {"network": request.net.name, "topology_source": request.topology_source,
+            **audit.to_dict()}
+
+
+#: What each kind of job computes from its parsed request.
+_PAYLOADS = {"design": design_payload, "audit": audit_payload}
+
+
 def run_job(kind: str, request: dict[str, Any]) -> tuple[str | None, str | None]:
     """Run one job; return its result as JSON text, or its error as one line."""
-    if kind != "design":
+    if kind not in _PAYLOADS:
         return None, f"unknown job kind {kind!r}"
     try:
-        return dumps_json(design_payload(parse_design(request))), None
+        return dumps_json(_PAYLOADS[kind](JOB_PARSERS[kind](request))), None
     except (TopokitError, RequestError) as exc:
         return None, " ".join(str(exc).split())
     except Exception as exc:  # a bug: the job fails, the worker keeps serving
-        logger.exception("design job failed")
+        logger.exception("%s job failed", kind)
         return None, f"internal error ({type(exc).__name__}); see the server log"
 
 

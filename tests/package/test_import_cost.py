@@ -1,0 +1,36 @@
+"""``import topokit`` and ``topokit --help`` load none of the heavy dependencies.
+
+scikit-learn (with pandas and scipy.stats behind it) and Numba cost about a second of
+CPU to import; the predictors and kernels that need them load when first used.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("sklearn", "pandas", "numba", "scipy.stats", "dask", "cvxpy", "matplotlib", "torch")
+
+
+@pytest.mark.parametrize("statement", ["import topokit", "import topokit.cli",
+                                       "import topokit.design", "from topokit import Workload"])
+def test_importing_loads_no_heavy_dependency(statement):
+    code = (f"import sys; {statement}; "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert loaded == "", f"{statement} loaded {loaded}"
+
+
+def test_the_lazy_names_resolve_to_the_real_objects():
+    import topokit
+    from topokit.design import _optimize, time_predictor
+
+    assert topokit.optimize is _optimize.optimize
+    assert topokit.load_predictor is time_predictor.load_predictor
+    assert topokit.design.Design is topokit.Design
+    from topokit.autotag import Design  # the old module path, through its stand-in
+
+    assert Design is topokit.Design and topokit.autotag.__name__ == "autotag"
