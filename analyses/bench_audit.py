@@ -48,7 +48,7 @@ import numpy as np
 from analyses._common import machine, out_path, write_json
 from analyses.bench_autotag import siot_like
 from topokit.audit import _kernels as kernels
-from topokit.audit.core import _noise_vector, _problem, privacy_audit
+from topokit.audit.core import _problem, device_noise, privacy_audit
 from topokit.design.baselines import random_topology
 from topokit.testing.naive_audit import naive_privacy_audit
 
@@ -162,7 +162,7 @@ def _one_size(n: int, rounds: int, *, seed: int, n_jobs: int, model: str,
               links_per_device: float | None = None, estimate: bool = False,
               sample: int = 40, gemm_rate: float = float("nan")) -> dict:
     net, topology = _case(n, seed, links_per_device)
-    problem = _problem(net, topology, _noise_vector(net, topology, 1.0), rounds, True, model)
+    problem = _problem(net, topology, device_noise(net, topology, 1.0), rounds, True, model)
     chosen, cost, dense = _observer_work(problem)
     degrees = np.array([heard.size for heard in problem.neighbours])
     row = {"n_devices": n, "rounds": rounds, "model": model, "n_links": topology.n_links,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from topokit import Topology, autotag, load_example
 from topokit.audit import _kernels as kernels
-from topokit.audit.core import PrivacyAudit, _gdp_epsilon, _noise_vector, _problem, privacy_audit
+from topokit.audit.core import PrivacyAudit, _gdp_epsilon, _problem, device_noise, privacy_audit
 from topokit.cli import app
 from topokit.design.baselines import ndlf, random_topology
 from topokit.design.metrics import exposure
@@ -34,7 +34,7 @@ runner = CliRunner()
 def test_both_methods_agree_with_the_dense_twin(seed, knows):
     net, topology, rounds, noise = random_case(seed)
     expected = naive_privacy_audit(net, topology, rounds, noise, observer_knows_own_noise=knows)
-    problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, knows)
+    problem = _problem(net, topology, device_noise(net, topology, noise), rounds, knows)
     for method in kernels.METHODS:
         got = np.column_stack([kernels.observer_column(problem, k, method)
                                for k in range(net.n_devices)])

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from topokit import Network, Topology, load_example
 from topokit.audit import _kernels as kernels
-from topokit.audit.core import PrivacyAudit, _noise_vector, _problem, privacy_audit
+from topokit.audit.core import PrivacyAudit, _problem, device_noise, privacy_audit
 from topokit.cli import app
 from topokit.design.baselines import random_topology
 from topokit.errors import InvalidInputError, NodeNotFoundError
@@ -37,7 +37,7 @@ def _complete_network(n: int) -> Network:
 @pytest.mark.parametrize("knows", [False, True])
 def test_dsgd_bounds_agree_with_the_dense_twin(seed, knows):
     net, topology, rounds, noise = random_case(seed)
-    problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, knows, "dsgd")
+    problem = _problem(net, topology, device_noise(net, topology, noise), rounds, knows, "dsgd")
     columns = [kernels.observer_bounds(problem, k) for k in range(net.n_devices)]
     upper = np.column_stack([column[0] for column in columns])
     lower = np.column_stack([column[1] for column in columns])
@@ -203,7 +203,7 @@ def test_dsgd_too_large_for_memory_is_refused_before_allocating(toy, monkeypatch
     import topokit._checks
 
     # Room for the gossip audit but not for the D-SGD workspace of one observer.
-    noise = _noise_vector(toy, toy.topology, 1.0)
+    noise = device_noise(toy, toy.topology, 1.0)
     need = {model: max(kernels.workspace_bytes(_problem(toy, toy.topology, noise, 30, True,
                                                         model), k, toy.n_devices, method)
                        for k in range(toy.n_devices) for method in kernels.METHODS)
@@ -241,7 +241,7 @@ def test_stranger_mu_max_matches_the_audits_summary(seed, model, knows):
     summary = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise,
                             observer_knows_own_noise=knows, model=model).summary()
     exposed, largest = kernels.stranger_mu_max(
-        adjacency_matrix(net, topology), _noise_vector(net, topology, noise),
+        adjacency_matrix(net, topology), device_noise(net, topology, noise),
         net.social_adjacency.astype(bool), rounds, knows_own_noise=knows, model=model)
     assert exposed == summary["exposed_stranger_pairs"]
     if summary["stranger_mu_max"] is None:
@@ -257,7 +257,7 @@ def test_stranger_mu_max_on_siot32_autotag():
     net = load_example("siot32")
     topology = autotag(net).topology
     exposed, largest = kernels.stranger_mu_max(
-        adjacency_matrix(net, topology), _noise_vector(net, topology, 1.0),
+        adjacency_matrix(net, topology), device_noise(net, topology, 1.0),
         net.social_adjacency.astype(bool), 30)
     assert exposed == 361 and round(largest, 2) == 2.48
 
@@ -265,7 +265,7 @@ def test_stranger_mu_max_on_siot32_autotag():
 @pytest.mark.parametrize("model", ["gossip", "dsgd"])
 def test_a_subset_of_owners_gives_the_same_entries(model):
     net, topology, rounds, noise = random_case(3)
-    problem = _problem(net, topology, _noise_vector(net, topology, noise), rounds, True, model)
+    problem = _problem(net, topology, device_noise(net, topology, noise), rounds, True, model)
     rng = np.random.default_rng(0)
     for k in range(net.n_devices):
         wanted = rng.random(net.n_devices) < 0.5

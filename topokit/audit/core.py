@@ -127,7 +127,7 @@ from ..network.core import Network, Topology
 from . import _kernels as kernels
 
 __all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
-           "check_audit_rounds"]
+           "check_audit_rounds", "device_noise"]
 
 #: The audit's models of what a device contributes: ``"gossip"`` (one private value,
 #: averaged) and ``"dsgd"`` (a bounded contribution every round, as in D-SGD training).
@@ -414,8 +414,20 @@ def _check_network(net: Any, topology: Any) -> Topology:
     return topology.validate(net)
 
 
-def _noise_vector(net: Network, topology: Topology, noise_multiplier: Any) -> NDArray:
-    """z_j of every device, in node order."""
+def device_noise(net: Network, topology: Topology, noise_multiplier: Any) -> NDArray:
+    """z_j of every device in node order, as :func:`privacy_audit` reads ``noise_multiplier``.
+
+    One number: every DP device of ``topology`` adds it, the others 0.  A mapping
+    node -> z: each device its own, and every DP device must have an entry.
+    Refused in one line naming the device or value otherwise.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> toy = load_example("toy")
+    >>> device_noise(toy, toy.topology, 2.0).tolist()
+    [0.0, 0.0, 2.0, 2.0, 2.0, 0.0]
+    """
     noise = np.zeros(net.n_devices)
     if isinstance(noise_multiplier, Mapping):
         for node, value in noise_multiplier.items():
@@ -684,7 +696,7 @@ def privacy_audit(
     topology = _check_network(net, topology)
     model = check_choice(model, "model", kernels.MODELS)
     rounds = check_audit_rounds(rounds, model)
-    noise = _noise_vector(net, topology, noise_multiplier)
+    noise = device_noise(net, topology, noise_multiplier)
     scale = _sensitivity_vector(net, sensitivity)
     if delta is not None:
         delta = check_real(delta, "delta", low=0, high=1, closed="neither")

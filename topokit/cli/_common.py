@@ -88,7 +88,7 @@ def print_json(payload: Any) -> None:
 def check_plot_path(plot: Path | None) -> None:
     """Refuse a ``--plot`` path of an unsupported format or place before any work is done."""
     if plot is not None:
-        from ..plotting._style import check_figure_path
+        from ..plotting import check_figure_path
 
         check_output_path(plot, "--plot")
         try:

@@ -118,7 +118,7 @@ def audit_command(
                               delta=delta, observer_knows_own_noise=knows_own_noise,
                               model=model, n_jobs=n_jobs, progress=report)
     if plot is not None:
-        from ..plotting._style import save_figure
+        from ..plotting import save_figure
         from ..plotting.audit import audit_figure
 
         save_figure(audit_figure(audit), plot)

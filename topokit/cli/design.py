@@ -141,7 +141,7 @@ def _topology_for(net, path: Path):
 
 def _design_with_progress(net, predictor, *, n_jobs: int, trace: bool, nep_patience: int | None,
                           quiet: bool):
-    from ..design._autotag import autotag
+    from ..design import autotag
 
     with reporting_progress("DP budgets", total=net.n_devices + 1, quiet=quiet) as report:
         return autotag(net, predictor, n_jobs=n_jobs, progress=report, trace=trace,
@@ -335,7 +335,7 @@ def _check_stranger_bound(method: str, max_stranger_mu: float | None,
 def _check_mixing(method: str, mixing: str | None) -> None:
     """--mixing: a known weighting, and only where optimize chooses it (None: its default)."""
     from .._checks import check_choice
-    from ..design._optimize import MIXING
+    from ..design import MIXING
 
     if mixing is None:
         return
@@ -397,7 +397,7 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
                per_device_noise: bool = True, ndlf_margin: float | None = None,
                workload=None):
     """optimize's design, and it and the reference designs by column label."""
-    from ..design._optimize import optimize_with_references
+    from ..design import optimize_with_references
 
     with reporting_progress("local searches", total=3, quiet=quiet) as report:
         chosen, references = optimize_with_references(

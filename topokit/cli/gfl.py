@@ -95,7 +95,7 @@ def _write_outputs(results: list[GFLResult], output: Path | None, plot: Path | N
             else:
                 frame.to_parquet(tmp, index=False)
     if plot is not None:
-        from ..plotting._style import save_figure
+        from ..plotting import save_figure
         from ..plotting.gfl import plot_msd, plot_test_error
 
         config = results[0].config

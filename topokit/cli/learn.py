@@ -71,7 +71,7 @@ def _write_federated(result, client_files: list[Path], output: Path, seed: int |
 
 
 def _save_plot(graph: nx.Graph, path: Path, title: str) -> None:
-    from ..plotting._style import save_figure
+    from ..plotting import save_figure
     from ..plotting.learn import plot_graph
 
     save_figure(plot_graph(graph, title=title), path, dpi=120)

@@ -65,6 +65,8 @@ from .workload import Workload, load_workload
 _SEARCH_AND_JUDGE = {
     "autotag": "_autotag",
     "optimize": "_optimize", "check_ndlf_margin": "_optimize", "default_mixing": "_optimize",
+    "optimize_with_references": "_optimize", "MIXING": "_optimize",
+    "pruned_social": "_optimize",
     "FeatureSettings": "features", "TopologyFeatures": "features",
     "topology_features": "features",
     "Metrics": "metrics", "evaluate": "metrics",

@@ -136,7 +136,8 @@ from .time_predictor import (
 )
 from .workload import Workload, check_workload
 
-__all__ = ["optimize", "default_mixing", "check_ndlf_margin", "OptimizeOptions"]
+__all__ = ["optimize", "optimize_with_references", "default_mixing", "check_ndlf_margin",
+           "OptimizeOptions", "pruned_social", "MIXING"]
 
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")
@@ -270,8 +271,21 @@ def _every_device_dp(net: Network, starts: dict[str, Topology]) -> dict[str, Top
             for name, topology in starts.items() if name.startswith("ndlf")}
 
 
-def _pruned_social(net: Network) -> dict[str, Topology]:
-    """NDLF keeping only its links of at most t seconds, for every t that keeps it connected."""
+def pruned_social(net: Network) -> dict[str, Topology]:
+    """NDLF keeping only its links of at most t seconds, for every t that keeps it connected.
+
+    Starts of :func:`optimize` (a shorter local iterate L for slower mixing) and
+    topologies of the predictor corpus; named by t.  Empty when dropping the slowest
+    social link already disconnects the social graph.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> net = load_example("siot32")
+    >>> pruned = pruned_social(net)
+    >>> all(t.n_links < net.social.number_of_edges() for t in pruned.values())
+    True
+    """
     social = net.social_adjacency > 0
     times = np.where(social, net.link_times, np.inf)
     pruned = {}
@@ -302,7 +316,7 @@ def _starts(net: Network, seed: int, with_autotag: bool, workers: int,
         for candidate in design.candidates:
             if candidate.metrics.connected:
                 starts[f"autotag-n{candidate.n}"] = candidate.topology
-    starts.update(_pruned_social(net))
+    starts.update(pruned_social(net))
     if bounded:
         starts.update(_every_device_dp(net, starts))
     return starts, design

@@ -73,7 +73,7 @@ from . import unchecked as unchecked
 from ._config import NJIT_FLAGS as NJIT_FLAGS
 from ._config import PARALLEL_FLAGS as PARALLEL_FLAGS
 from ._config import chunks
-from ._fmmc import FastestMixing, fastest_mixing_weights
+from ._fmmc import SDP_MAX_NODES, FastestMixing, fastest_mixing_weights
 from ._large import HittingTimeBounds, hitting_time_bounds, sparse_spectral_gap
 from ._router import FUSED_SINGLE_MAX as FUSED_SINGLE_MAX
 from ._validation import checked_adjacency, checked_matrices
@@ -90,6 +90,7 @@ __all__ = [
     "HittingTimeBounds",
     "fastest_mixing_weights",
     "FastestMixing",
+    "SDP_MAX_NODES",
 ]
 
 # Also public, outside __all__ (names for topokit's own compiled code): NJIT_FLAGS and

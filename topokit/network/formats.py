@@ -37,7 +37,8 @@ from .core import (
 )
 
 __all__ = ["load_network", "save_network", "load_topology", "save_topology",
-           "load_noise_multipliers", "network_to_graph", "graph_to_network"]
+           "load_noise_multipliers", "network_to_graph", "graph_to_network",
+           "network_from_node_link"]
 
 
 def _delay_to_json(delay: NDArray[np.float64]) -> list[list[float | None]]:
@@ -520,6 +521,27 @@ def _node_link_graph(data: Any, path: Path) -> nx.Graph:
     if graph.is_directed() or graph.is_multigraph():
         raise InputFileError(f"{path}: the social graph must be undirected and simple")
     return graph
+
+
+def network_from_node_link(data: Any, *, source: str = "network") -> Network:
+    """The Network of node-link ``data`` (a parsed network file), checked as
+    :func:`load_network` checks a file; errors name ``source``.
+
+    ``data`` is left as it is (its missing graph flags are filled in on a copy).
+
+    Examples
+    --------
+    >>> import json, networkx as nx
+    >>> from topokit import load_example
+    >>> data = json.loads(json.dumps(nx.node_link_data(network_to_graph(load_example("toy")),
+    ...                                                edges="edges")))
+    >>> network_from_node_link(data).n_devices
+    6
+    """
+    import copy
+
+    graph = _node_link_graph(copy.deepcopy(data), Path(source))
+    return graph_to_network(graph, source=source)
 
 
 def save_network(net: Network, path: str | Path) -> Path:

@@ -23,13 +23,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["save_figure"]
+__all__ = ["save_figure", "check_figure_path"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that ``import topokit.plotting`` stays cheap.
-    if name == "save_figure":
-        return importlib.import_module("._style", __name__).save_figure
+    if name in __all__:
+        return getattr(importlib.import_module("._style", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -9,7 +9,6 @@ server refuses what the file loader refuses, with the same words.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import hashlib
 import json
@@ -116,15 +115,14 @@ def _checked_keys(data: Any, known: tuple[str, ...], required: tuple[str, ...],
 
 def parse_network(data: Any, *, max_devices: int | None):
     """The Network of node-link ``data``, refused as the file loader refuses a file."""
-    from ..network.formats import _node_link_graph, graph_to_network
+    from ..network.formats import network_from_node_link
 
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if max_devices is not None and isinstance(nodes, list) and len(nodes) > max_devices:
         raise RequestError(f"the network has {len(nodes)} devices; this server takes networks "
                            f"of at most {max_devices} (its --max-devices)", field="network")
     try:
-        return graph_to_network(_node_link_graph(copy.deepcopy(data), "network"),
-                                source="network")
+        return network_from_node_link(data, source="network")
     except TopokitError as exc:
         raise RequestError(str(exc), field="network") from None
 
@@ -162,7 +160,7 @@ def _predictor(method: str, name: Any) -> str | None:
 def _options(method: str, options: Any) -> dict[str, Any]:
     """The checked options of a design request, by :data:`OPTIONS` name."""
     from .._checks import check_choice, check_int, check_real
-    from ..design._optimize import MIXING
+    from ..design import MIXING
     from ..design.workload import Workload
 
     options = _checked_keys({} if options is None else options, OPTIONS, (), "options")
@@ -268,7 +266,7 @@ def _noise_multiplier(value: Any, net, topology) -> Any:
     prints as it (a network of integer ids), so that the library names a key
     that is neither.
     """
-    from ..audit.core import _noise_vector
+    from ..audit.core import device_noise
 
     if value is None:
         return None
@@ -276,7 +274,7 @@ def _noise_multiplier(value: Any, net, topology) -> Any:
         by_text = {str(node): node for node in net.nodes}
         value = {key if key in net.index else by_text.get(key, key): level
                  for key, level in value.items()}
-    _checked("options.noise_multiplier", _noise_vector, net, topology, value)
+    _checked("options.noise_multiplier", device_noise, net, topology, value)
     return value
 
 

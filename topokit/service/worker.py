@@ -28,8 +28,7 @@ POLL_SECONDS = 0.5
 
 def design_payload(request: DesignRequest) -> dict[str, Any]:
     """The design of ``request``, as the JSON ``topokit design -o`` writes."""
-    from ..design._autotag import autotag
-    from ..design._optimize import optimize_with_references
+    from ..design import autotag, optimize_with_references
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
     from ..design.metrics import DEFAULT_AUDIT_ROUNDS
     from ..design.report import StrangerAudit, baseline_topologies, metric_columns

@@ -51,7 +51,7 @@ from ..audit.core import check_audit_rounds, privacy_audit
 from ..design.features import FeatureSettings, topology_features
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from ..design.predictor import GlobalIteratePredictor
-from ..design.time_predictor import _NAMES_TEXT, load_predictor
+from ..design.time_predictor import PREDICTOR_NAMES, load_predictor
 from ..design.workload import TOPOKIT_MODELS, Workload, check_workload
 from ..errors import InvalidInputError, NotFittedError
 from ..network.core import Network, Topology
@@ -239,7 +239,7 @@ def _random_topologies(net: Network, spec: TopologySpec, start: int,
 
 def _build_topologies(net: Network, specs: Sequence[TopologySpec],
                       settings: _Settings) -> list[BuiltTopology]:
-    from ..design._autotag import autotag
+    from ..design import autotag
     from ..design.baselines import dlfdp, erg, ndlf
 
     seed, predictor = settings.seed, settings.predictor
@@ -861,7 +861,8 @@ def _check_predictor(predictor: Any) -> Any:
         if hasattr(predictor, "predict_network"):  # a TrainingTimePredictor
             return predictor
         raise InvalidInputError(
-            f"predictor must be {_NAMES_TEXT}, a predictor file or a topokit predictor; "
+            f"predictor must be {', '.join(map(repr, PREDICTOR_NAMES))}, a predictor file or a "
+            "topokit predictor; "
             f"got {type(predictor).__name__}"
         )
     if predictor.use_noise_variance and not predictor.is_fitted:
@@ -960,7 +961,7 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
     topokit ships for the model trained (``"mlp"`` for the MLP, else
     ``"default"``; eq. 15 is for AutoTag).
     """
-    from ..design._optimize import optimize
+    from ..design import optimize
 
     if hasattr(settings.predictor, "predict_network"):
         judge = settings.predictor

@@ -57,7 +57,7 @@ from .._random import keyed_seed
 from ..design.features import FeatureSettings, topology_features
 from ..design.time_predictor import DEFAULT_FEATURES, TrainingTimePredictor, load_predictor
 from ..errors import InvalidInputError
-from ..kernels._fmmc import SDP_MAX_NODES
+from ..kernels import SDP_MAX_NODES
 from ..network.core import Network, Topology
 from .calibration import (
     _censored_rows,
@@ -305,9 +305,9 @@ def _sparse_social(net: Network) -> dict[str, tuple[str, Topology]]:
     """
     import networkx as nx
 
-    from ..design._optimize import _pruned_social
+    from ..design import pruned_social
 
-    pruned = list(_pruned_social(net).values())
+    pruned = list(pruned_social(net).values())
     chosen = {"pruned-least": pruned[-1], "pruned-most": pruned[0]} if pruned else {}
     graph = nx.Graph()
     graph.add_nodes_from(net.nodes)

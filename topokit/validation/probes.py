@@ -101,7 +101,7 @@ def _random_pool(net: Network, count: int, seed: int) -> dict[str, Topology]:
 def _candidate_pool(net: Network, model: TrainingTimePredictor, k: int,
                     seed: int) -> dict[str, Topology]:
     """Named candidates, the fixed probes first; a topology met twice keeps its first name."""
-    from ..design._optimize import optimize_with_references
+    from ..design import optimize_with_references
     from ..design.baselines import exponential_graph
 
     design, references = optimize_with_references(
