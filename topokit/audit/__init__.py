@@ -5,6 +5,8 @@ module                      what it holds
 ==========================  ============================================================
 :mod:`.core`                :func:`privacy_audit` -> :class:`PrivacyAudit`: the exact
                             mu-GDP of every stranger pair, for gossip and for D-SGD
+:mod:`.attack`              :func:`reconstruction_attack`: the BLUE an observer computes of
+                            every value from its view (checks the audit's mu)
 :mod:`.stranger_bound`      the noise a topology's DP devices need so that no stranger
                             pair exceeds a bound (what :func:`topokit.optimize` enforces)
 ``._kernels``               the audit's arithmetic (one observer at a time)
@@ -13,7 +15,8 @@ module                      what it holds
 
 from __future__ import annotations
 
+from .attack import ReconstructionAttack, reconstruction_attack
 from .core import AUDIT_MODELS, MAX_AUDIT_ROUNDS, PrivacyAudit, check_audit_rounds, privacy_audit
 
 __all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
-           "check_audit_rounds"]
+           "check_audit_rounds", "ReconstructionAttack", "reconstruction_attack"]
