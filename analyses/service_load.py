@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +54,7 @@ import numpy as np
 from analyses._common import machine, out_path, run_quick, write_json
 from topokit import __version__, load_example, optimize
 from topokit._io import dumps_json
+from topokit.testing.processes import free_port, topokit_command
 
 #: (designs, concurrent clients) of a full run and of --quick.
 FULL = (40, 20)
@@ -98,36 +97,19 @@ class Deadline:
                                    f"deadline) while {doing}")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-def _topokit_command() -> list[str]:
-    """The ``topokit`` console script of this Python (its -c twin if none is installed)."""
-    script = Path(sys.executable).with_name("topokit")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("topokit")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "import sys; from topokit.cli import main; sys.exit(main())"]
-
-
 class Server:
     """A ``topokit serve`` process on a free port of 127.0.0.1 with its default workers."""
 
     def __init__(self, folder: Path, deadline: Deadline):
         import httpx
 
-        self.port = _free_port()
+        self.port = free_port(HOST)
         self.base = f"http://{HOST}:{self.port}"
         self.log_path = folder / "server.log"
         self.args = ["serve", "--host", HOST, "--port", str(self.port),
                      "--db", str(folder / "jobs.sqlite")]
         self._log = open(self.log_path, "ab")  # closed in stop
-        self.process = subprocess.Popen([*_topokit_command(), *self.args],
+        self.process = subprocess.Popen([*topokit_command(), *self.args],
                                         stdout=self._log, stderr=subprocess.STDOUT)
         self.health = self._wait_healthy(httpx, deadline)
 

@@ -6,7 +6,6 @@ share this folder's conftest, do not need the ``serve`` extra.
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,27 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from topokit.testing.processes import free_port, topokit_command
+
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 START_SECONDS = 30
 JOB_SECONDS = 90  # the first design of a fresh server may compile its Numba kernels
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _topokit_command() -> list[str]:
-    """The ``topokit`` console script of this Python (its -c twin if none is installed)."""
-    script = Path(sys.executable).with_name("topokit")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("topokit")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "import sys; from topokit.cli import main; sys.exit(main())"]
 
 
 class Server:
@@ -45,11 +29,11 @@ class Server:
     def __init__(self, db: Path, log: Path, *extra: str):
         import httpx
 
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self._log = open(log, "ab")  # closed in kill
         self.process = subprocess.Popen(
-            [*_topokit_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
+            [*topokit_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
              "--db", str(db), *extra],
             stdout=self._log, stderr=subprocess.STDOUT)
         self.client = httpx.Client(base_url=self.base, timeout=10)

@@ -11,20 +11,15 @@ import pytest
 
 from topokit._jobs import SCHEDULER_TIMEOUT, _probe_scheduler
 from topokit.errors import InvalidInputError
+from topokit.testing.processes import free_port
 
 from cli_errors import check_one_line
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
 def http_server():
     """A real HTTP server on 127.0.0.1 (it waits for a request; a scheduler speaks first)."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
                                "127.0.0.1"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
@@ -48,7 +43,7 @@ def test_an_http_server_is_not_a_scheduler(http_server):
 
 
 def test_a_closed_port_cannot_be_reached():
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     with pytest.raises(InvalidInputError, match=f"cannot reach the Dask scheduler at {address}"):
         _probe_scheduler(address)
 
