@@ -242,3 +242,14 @@ def test_a_predictor_calibrated_on_a_models_runs_designs_with_its_weights(user_r
     assert default_mixing(told) == default_mixing("mlp")
     untold = calibrate(user_runs, predictor="default", target=0.8, prior_strength=10).predictor
     assert default_mixing(untold) == default_mixing("default")
+
+
+def test_rounds_and_oriented_are_predict_features_and_oriented_rows(toy):
+    model = predictor_at_workload(load_predictor("workload"), Workload(epsilon=0.5))
+    from topokit.network.core import Topology
+
+    for topology in (ndlf(toy), dlfdp(toy), Topology([("A", "B")], ["A", "B"])):
+        features = topology_features(toy, topology)
+        rounds, oriented = model.rounds_and_oriented(features)
+        assert rounds == model.predict_features(features)  # inf where disconnected
+        assert np.array_equal(oriented, model.oriented_rows([features])[0])

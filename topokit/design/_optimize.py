@@ -252,8 +252,7 @@ class _Objective:
             rounds = self.predictor.predict_one(features.hitting_time, features.phi)
             oriented = np.array([features.hitting_time, features.phi])
         else:
-            rounds = self.predictor.predict_features(features)
-            oriented = self.predictor.oriented_rows([features])[0]
+            rounds, oriented = self.predictor.rounds_and_oriented(features)
         iterate = features.local_iterate
         paper_rounds = _PAPER.predict_one(features.hitting_time, features.phi)
         return _Score(float(rounds) * iterate, float(rounds), iterate, oriented,

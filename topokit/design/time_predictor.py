@@ -558,6 +558,16 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         rounds = np.where([row.connected for row in rows], rounds, np.inf)
         return float(rounds[0]) if single else rounds
 
+    def rounds_and_oriented(self, features: TopologyFeatures) -> tuple[float, NDArray]:
+        """:meth:`predict_features` of one topology and its :meth:`oriented_rows` row, from
+        one feature row: a search scores every candidate by both."""
+        check_is_fitted(self)
+        oriented = self.oriented_rows([features])
+        with np.errstate(invalid="ignore"):  # as _standardise_checked
+            standardised = (oriented - self.mean_) / self.scale_
+        rounds = float(self._rounds(standardised)[0])
+        return (rounds if features.connected else np.inf), oriented[0]
+
     def predict_network(self, net: Network, topology: Topology | None = None, *,
                         class_counts: ArrayLike | None = None) -> float:
         """Predicted rounds of one topology on ``net`` (``inf``: never reaches the target).

@@ -126,12 +126,6 @@ def _features(net: Network, topologies: dict[str, Topology],
     return [topology_features(net, topology, **settings) for topology in topologies.values()]
 
 
-def _standardised(features: list[TopologyFeatures],
-                  model: TrainingTimePredictor) -> NDArray[np.float64]:
-    """The predictor's standardised, oriented features z of each topology (rows)."""
-    return model.standardised_rows(features)
-
-
 def _farthest_points(Z: NDArray[np.float64], k: int, fixed: list[int]) -> list[int]:
     """``fixed`` (the first row if none), then greedily the row farthest (Euclidean) from
     every row chosen so far; ties go to the earlier row."""
@@ -224,7 +218,7 @@ def probe_topologies(
     k = check_int(k, "k", low=2, high=MAX_PROBES)
     model = _probe_predictor(predictor, settings)
     pool = _candidate_pool(net, model, k, int_seed(seed))
-    Z = _standardised(_features(net, pool, model), model)
+    Z = model.standardised_rows(_features(net, pool, model))
     connected = np.all(np.isfinite(Z), axis=1)
     names = [name for name, keep in zip(pool, connected, strict=True) if keep]
     if len(names) < k:
