@@ -99,6 +99,7 @@ API_MODULES = (
     "topokit.design.result",
     "topokit.design.mixing",
     "topokit.training",
+    "topokit.training.plan",
     "topokit.gfl",
     "topokit.learn",
     "topokit.kernels",

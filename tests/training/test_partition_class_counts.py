@@ -15,7 +15,7 @@ from topokit.training import (
     partition_class_counts,
     train,
 )
-from topokit.training._plan import ROLES, check_schedule, plan_training
+from topokit.training.plan import ROLES, check_schedule, plan_training
 from topokit.training.partition import make_partitioner
 from topokit.validation.core import _partition_counts
 

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from .._jobs import worker_count
 from ..errors import InvalidInputError
-from ..kernels._validation import available_memory as _available_memory  # tests patch it
+from ..kernels import available_memory as _available_memory  # tests patch it
 from ..network.core import Network, Topology
 from . import _autotag_kernels as _incremental
 from .metrics import evaluate

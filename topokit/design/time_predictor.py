@@ -56,6 +56,7 @@ from .._io import atomic_write_text
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from ..network.core import Network, Topology
+from . import _varying
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .predictor import GlobalIteratePredictor, _check_file_version
 from .workload import _REL_TOL, Workload, check_workload
@@ -114,11 +115,14 @@ FEATURE_TRANSFORMS: dict[str, Callable[[NDArray], NDArray]] = {
     "heterogeneity_neighbourhood": _identity,
     "heterogeneity_disagreement": _identity,
     "target_closeness": _closeness,
+    # log(1 + z): finite for a workload without noise (z = 0).
+    "noise_multiplier": np.log1p,
 }
 
 #: Features of the workload rather than of the topology: a column of a runs table, and for
-#: :class:`TopologyFeatures` the predictor's own ``target_closeness``.
-WORKLOAD_FEATURES = ("target_closeness",)
+#: :class:`TopologyFeatures` the predictor's own (``target_closeness``, and the noise
+#: multiplier of its settings).
+WORKLOAD_FEATURES = ("target_closeness", "noise_multiplier")
 #: The noise features, which a predictor with ``noise_scale`` takes as log(1 + x / scale).
 NOISE_FEATURES = ("noise_felt", "noise_average", "noise_disagreement")
 
@@ -290,6 +294,16 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         predictor with the feature ``target_closeness`` (a column of ``X`` in
         :meth:`fit` and :meth:`predict`); set by
         :func:`predictor_at_workload`.
+    varying_with : sequence of str, default ()
+        Workload features (of ``features`` and :data:`WORKLOAD_FEATURES`)
+        along which the coefficients of the topology features vary: each is
+        interpolated bilinearly between its values at the corners of the
+        range fitted on (``varying_range_``), every corner's >= 0, so the
+        models stay monotone in every topology feature at every workload.
+        With ``("target_closeness", "noise_multiplier")`` the ranking of one
+        workload's topologies changes with its DP budget and target
+        (``analyses/workload_predictor.py``).  Empty (default): one
+        coefficient per feature.
 
     Attributes
     ----------
@@ -312,6 +326,9 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         What the predictor was fitted on (set when loaded from a file).
     noise_reference_ : dict
         With ``noise_scale``: m of each noise feature (name -> value).
+    varying_range_ : dict
+        With ``varying_with``: the (low, high) of each varying feature,
+        transformed, over the runs fitted on (name -> [low, high]).
 
     Notes
     -----
@@ -341,13 +358,14 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
     def __init__(self, *, features: Sequence[str] = DEFAULT_FEATURES,
                  settings: FeatureSettings | None = None, C: float = 10.0,
                  horizon: float = 200.0, noise_scale: float | None = None,
-                 target_closeness: float | None = None):
+                 target_closeness: float | None = None, varying_with: Sequence[str] = ()):
         self.features = features
         self.settings = settings
         self.C = C
         self.horizon = horizon
         self.noise_scale = noise_scale
         self.target_closeness = target_closeness
+        self.varying_with = varying_with
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -383,9 +401,55 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
     @property
     def feature_context(self) -> dict[str, float]:
         """The workload's features that :class:`TopologyFeatures` do not hold (name -> value)."""
-        if "target_closeness" not in self.features or self.target_closeness is None:
-            return {}
-        return {"target_closeness": float(self.target_closeness)}
+        context = {}
+        if "target_closeness" in self.features and self.target_closeness is not None:
+            context["target_closeness"] = float(self.target_closeness)
+        if "noise_multiplier" in self.features:
+            context["noise_multiplier"] = float(self.feature_settings.noise_multiplier)
+        return context
+
+    @property
+    def model_columns(self) -> tuple[str, ...]:
+        """Names of the models' columns, in the order of ``reach_coef_`` and ``rounds_coef_``:
+        the features, or with ``varying_with`` the workload's features and then each topology
+        feature at each corner of the fitted range (``feature@name=low,...``)."""
+        varying = _check_varying(self.varying_with, self.features)
+        if not varying:
+            return tuple(self.features)
+        topology, workload = _split_features(self.features)
+        return _varying.corner_names([self.features[j] for j in topology],
+                                     [self.features[j] for j in workload], varying)
+
+    def _model_matrix(self, Z: NDArray) -> NDArray:
+        """The models' columns from standardised features Z (finite): Z itself, or the varying
+        coefficients' columns (:mod:`topokit.design._varying`)."""
+        varying = _check_varying(self.varying_with, self.features)
+        if not varying:
+            return Z
+        at = [list(self.features).index(name) for name in varying]
+        oriented = Z[:, at] * self.scale_[at] + self.mean_[at]
+        weights = _varying.corner_weights(
+            oriented, _varying.ranges_in_order(self.varying_range_, varying))
+        topology, workload = _split_features(self.features)
+        return _varying.varying_columns(Z, topology, workload, weights)
+
+    def _set_varying_range(self, oriented: NDArray, prior: TrainingTimePredictor | None) -> None:
+        """The box the corners span: the prior's (its coefficients hold there), else the range
+        of each varying feature over the runs; a feature that does not vary is refused."""
+        varying = _check_varying(self.varying_with, self.features)
+        if not varying:
+            return
+        if prior is not None:
+            self.varying_range_ = {name: list(prior.varying_range_[name]) for name in varying}
+            return
+        at = [list(self.features).index(name) for name in varying]
+        ranges = _varying.fitted_ranges(oriented[:, at], varying)
+        flat = [name for name, (low, high) in ranges.items() if not high > low]
+        if flat:
+            raise InvalidInputError(
+                f"varying_with names {flat[0]!r}, which takes one value in these runs: its "
+                "coefficients cannot vary; fit on runs at several of its values or leave it out")
+        self.varying_range_ = ranges
 
     def feature_rows(self, features: Sequence[TopologyFeatures]) -> NDArray[np.float64]:
         """:func:`feature_matrix` of topologies' features with this predictor's context."""
@@ -446,6 +510,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         strength = check_real(prior_strength, "prior_strength", low=0)
         self._set_noise_reference(X, prior if strength > 0 else None)
         Z = self._transform(X)
+        self._set_varying_range(Z, prior if strength > 0 else None)
         if not np.all(np.isfinite(Z)):
             raise InvalidInputError(
                 "features must be finite and positive where a log or inverse is taken "
@@ -458,7 +523,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
             self.scale_ = np.where(scale > 0, scale, 1.0)
         else:  # the prior's coefficients hold on the prior's standardisation
             self.mean_, self.scale_ = prior.mean_.copy(), prior.scale_.copy()
-        Z = (Z - self.mean_) / self.scale_
+        Z = self._model_matrix((Z - self.mean_) / self.scale_)
         self._fit_reach(Z, np.isfinite(y))
         self._fit_rounds(Z, y, centre, strength)
         self.n_samples_fit_ = int(y.size)
@@ -473,10 +538,11 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                 "prior must be a fitted TrainingTimePredictor (the one a refit is kept near); "
                 f"got {type(prior).__name__}")
         check_is_fitted(prior)
-        if tuple(prior.features) != tuple(self.features):
+        if prior.model_columns != self.model_columns:
             raise InvalidInputError(
-                f"the prior's features {tuple(prior.features)} differ from these "
-                f"{tuple(self.features)}; a prior holds for the same features only")
+                f"the prior's model columns {prior.model_columns} differ from these "
+                f"{self.model_columns}; a prior holds for the same features (and varying_with) "
+                "only")
         return prior.rounds_coef_
 
     def _fit_reach(self, Z: NDArray, reached: NDArray) -> None:
@@ -520,7 +586,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         from scipy.special import expit
 
         finite = np.all(np.isfinite(Z), axis=1)
-        logit = self.reach_intercept_ - np.where(finite[:, None], Z, 0.0) @ self.reach_coef_
+        logit = self.reach_intercept_ - self._model_matrix(np.where(finite[:, None], Z, 0.0)) \
+            @ self.reach_coef_
         return np.where(finite, expit(logit), 0.0)
 
     def _rounds(self, Z: NDArray) -> NDArray[np.float64]:
@@ -528,7 +595,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         # Features far outside the corpus (a huge noise multiplier) can overflow exp: the
         # prediction is then inf rounds, which is what an overflow gives.
         with np.errstate(over="ignore"):
-            rounds = np.exp(self.rounds_intercept_ + np.where(finite[:, None], Z, 0.0)
+            rounds = np.exp(self.rounds_intercept_
+                            + self._model_matrix(np.where(finite[:, None], Z, 0.0))
                             @ self.rounds_coef_)
         reached = self._reach_probability(Z) >= _THRESHOLD
         return np.where(finite & reached, rounds, np.inf)
@@ -610,6 +678,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                 "n_samples_fit": self.n_samples_fit_, "n_never_fit": self.n_never_fit_,
                 **({"noise_reference": dict(self.noise_reference_)}
                    if self.noise_scale is not None else {}),
+                **({"varying_range": dict(self.varying_range_)} if self.varying_with else {}),
             },
             "provenance": {"topokit_version": __version__, **record},
         }
@@ -621,6 +690,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         for name in ("noise_scale", "target_closeness"):
             if getattr(self, name) is not None:
                 params[name] = float(getattr(self, name))
+        if self.varying_with:
+            params["varying_with"] = list(self.varying_with)
         return params
 
     @classmethod
@@ -640,7 +711,9 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                             **{name: _fitted_number(params[name], f"params.{name}",
                                                     positive=True)
                                for name in ("noise_scale", "target_closeness")
-                               if name in params})
+                               if name in params},
+                            varying_with=_check_varying(params.get("varying_with", ()),
+                                                        features))
             _restore_model(predictor, data["model"])
         except InputFileError:
             raise
@@ -669,16 +742,21 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
 def _restore_model(predictor: TrainingTimePredictor, model: Mapping[str, Any]) -> None:
     """The fitted attributes of a predictor file, each checked: a NaN intercept or a spread
     <= 0 would otherwise predict NaN or nonsense without a word."""
-    width = len(predictor.features)
+    if predictor.varying_with:
+        predictor.varying_range_ = _varying_range(model.get("varying_range"),
+                                                  predictor.varying_with)
     arrays = {}
     for name in ("mean", "scale", "reach_coef", "rounds_coef"):
+        width = len(predictor.features if name in ("mean", "scale")
+                    else predictor.model_columns)
         try:
             values = np.asarray(model[name], dtype=np.float64)
         except (TypeError, ValueError):  # text or nested lists
             values = np.full(0, np.nan)
         if values.shape != (width,) or not np.all(np.isfinite(values)):
             raise InputFileError(f"model.{name} must hold {width} finite numbers, one per "
-                                 f"feature; got {brief(model[name])}{_REFIT}")
+                                 f"{'feature' if name in ('mean', 'scale') else 'column'}; "
+                                 f"got {brief(model[name])}{_REFIT}")
         arrays[name] = values
     for name in ("reach_coef", "rounds_coef"):
         if (arrays[name] < 0).any():
@@ -696,7 +774,7 @@ def _restore_model(predictor: TrainingTimePredictor, model: Mapping[str, Any]) -
                                              positive=True)
     predictor.n_samples_fit_ = _fitted_count(model["n_samples_fit"], "model.n_samples_fit")
     predictor.n_never_fit_ = _fitted_count(model["n_never_fit"], "model.n_never_fit")
-    predictor.n_features_in_ = width
+    predictor.n_features_in_ = len(predictor.features)
     if predictor.noise_scale is not None:
         predictor.noise_reference_ = _noise_reference(model["noise_reference"], predictor.features)
 
@@ -709,6 +787,48 @@ def _noise_reference(values: Any, features: Sequence[str]) -> dict[str, float]:
     return {name: _fitted_number(values.get(name), f"model.noise_reference.{name}",
                                  positive=True)
             for name in features if name in NOISE_FEATURES}
+
+
+def _varying_range(values: Any, varying: Sequence[str]) -> dict[str, list[float]]:
+    """model.varying_range of a file: finite low < high for every varying feature."""
+    if not isinstance(values, Mapping):
+        raise InputFileError("model.varying_range must map each varying feature to [low, high]; "
+                             f"got {brief(values)}{_REFIT}")
+    ranges = {}
+    for name in varying:
+        pair = values.get(name)
+        ok = (isinstance(pair, Sequence) and not isinstance(pair, str) and len(pair) == 2
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and math.isfinite(v) for v in pair) and pair[0] < pair[1])
+        if not ok:
+            raise InputFileError(f"model.varying_range.{name} must be [low, high] with finite "
+                                 f"low < high; got {brief(pair)}{_REFIT}")
+        ranges[name] = [float(pair[0]), float(pair[1])]
+    return ranges
+
+
+def _check_varying(varying: Any, features: Sequence[str]) -> tuple[str, ...]:
+    """``varying_with`` as a tuple of distinct workload features among ``features``."""
+    if isinstance(varying, str) or not isinstance(varying, Sequence):
+        raise InvalidInputError(
+            f"varying_with must be a sequence of workload feature names; got {varying!r}")
+    varying = tuple(varying)
+    allowed = [name for name in WORKLOAD_FEATURES if name in features]
+    for name in varying:
+        if name not in allowed:
+            raise InvalidInputError(
+                f"varying_with names {name!r}; it must be one of the predictor's features that "
+                f"describe the workload ({', '.join(allowed) or 'none'})")
+    if len(set(varying)) != len(varying):
+        raise InvalidInputError(f"varying_with must be distinct; got {list(varying)}")
+    return varying
+
+
+def _split_features(features: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions of the topology's features and of the workload's, in ``features``."""
+    topology = [j for j, name in enumerate(features) if name not in WORKLOAD_FEATURES]
+    workload = [j for j, name in enumerate(features) if name in WORKLOAD_FEATURES]
+    return topology, workload
 
 
 #: How to fix a predictor file whose fitted values are broken.

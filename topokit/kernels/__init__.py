@@ -76,6 +76,7 @@ from ._config import chunks
 from ._fmmc import SDP_MAX_NODES, FastestMixing, fastest_mixing_weights
 from ._large import HittingTimeBounds, hitting_time_bounds, sparse_spectral_gap
 from ._router import FUSED_SINGLE_MAX as FUSED_SINGLE_MAX
+from ._validation import available_memory as available_memory
 from ._validation import checked_adjacency, checked_matrices
 
 __all__ = [
@@ -94,8 +95,9 @@ __all__ = [
 ]
 
 # Also public, outside __all__ (names for topokit's own compiled code): NJIT_FLAGS and
-# PARALLEL_FLAGS, the Numba flags of every kernel; FUSED_SINGLE_MAX; and the module
-# topokit.kernels.unchecked, entry points that trust their input.
+# PARALLEL_FLAGS, the Numba flags of every kernel; FUSED_SINGLE_MAX; available_memory (what
+# the large-network paths check before allocating); and the module topokit.kernels.unchecked,
+# entry points that trust their input.
 
 
 def lazy_metropolis(graph: Any) -> NDArray[np.float64]:

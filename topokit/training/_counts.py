@@ -5,7 +5,7 @@
 training rows over the devices) and counts each device's rows per class,
 ready for ``topokit.optimize(net, class_counts=...)`` and
 ``net.with_class_counts``.  :func:`topokit.validate` gives each trial's
-network these counts.  It sits above :mod:`topokit.training._plan`, whose
+network these counts.  It sits above :mod:`topokit.training.plan`, whose
 ``split_data`` and ``partition_rows`` it calls, as ``train`` does.
 """
 
@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._checks import check_int
 from .._random import SeedLike, spawn_generators
 from ..errors import InvalidInputError
-from ._plan import ROLES, partition_rows, split_data
 from .partition import Partitioner, SkewPartitioner, make_partitioner
+from .plan import ROLES, partition_rows, split_data
 
 __all__ = ["partition_class_counts"]
 

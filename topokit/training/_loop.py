@@ -1,6 +1,6 @@
 """The round loop of D-PSGD with partial DP: local steps, noise, mixing, checkpoints, stop rules.
 
-:func:`run_rounds` executes a :class:`~topokit.training._plan.TrainingPlan`
+:func:`run_rounds` executes a :class:`~topokit.training.plan.TrainingPlan`
 with the run's generators; each step of a round has its own object holding
 the buffers it reuses across rounds:
 
@@ -26,9 +26,9 @@ from ._kernels import all_finite, csr_mix
 from .models import LogisticRegression, Model
 
 if TYPE_CHECKING:
-    from ._plan import TrainingPlan
     from ._sampling import PoissonSampler
     from .core import Convergence
+    from .plan import TrainingPlan
     from .privacy import DPPlan
 
 __all__ = [

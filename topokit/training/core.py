@@ -31,8 +31,8 @@ when the averaged accuracy moves by at most ``tol`` between checkpoints (the
 paper's |R_t - R_{t-H}| <= eps, H = ``checkpoint_every``) for ``patience``
 consecutive checkpoints, or when it reaches ``target_accuracy``.
 
-The steps of :func:`train` live in their own modules: :mod:`._plan` resolves
-and checks every setting into a :class:`~topokit.training._plan.TrainingPlan`
+The steps of :func:`train` live in their own modules: :mod:`.plan` resolves
+and checks every setting into a :class:`~topokit.training.plan.TrainingPlan`
 (held-out split, partition, model, DP plan, mixing matrix),
 :mod:`._loop` runs the rounds and the stop rules, and this module assembles
 the :class:`TrainingRun`.
@@ -61,12 +61,12 @@ from ..network.quantities import local_iterate
 from ._loop import SPARSE_MIXING_DENSITY as SPARSE_MIXING_DENSITY
 from ._loop import SPARSE_MIXING_FROM as SPARSE_MIXING_FROM
 from ._loop import Course, run_rounds
-from ._plan import ROLES as ROLES
-from ._plan import TrainingPlan, check_schedule, plan_training, resolve_dp, resolve_topology
-from ._plan import _stratified_split as _stratified_split
 from ._sampling import PoissonSampler as PoissonSampler
 from .models import Model
 from .partition import Partitioner, make_partitioner
+from .plan import ROLES as ROLES
+from .plan import TrainingPlan, check_schedule, plan_training, resolve_dp, resolve_topology
+from .plan import _stratified_split as _stratified_split
 from .privacy import DPConfig
 
 __all__ = ["train", "TrainingRun", "Convergence", "check_accuracy_threshold"]

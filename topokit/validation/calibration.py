@@ -120,10 +120,11 @@ class CalibrationResult:
         """Fitted coefficients by feature name, and the intercept.
 
         For a :class:`~topokit.design.TrainingTimePredictor`, those of its
-        rounds model (log rounds on standardised, oriented features).
+        rounds model (log rounds on standardised, oriented features), by
+        ``model_columns`` (with ``varying_with``, one per feature and corner).
         """
         if not isinstance(self.predictor, GlobalIteratePredictor):
-            named = dict(zip(self.predictor.features, self.predictor.rounds_coef_.tolist(),
+            named = dict(zip(self.predictor.model_columns, self.predictor.rounds_coef_.tolist(),
                              strict=True))
             return {**named, "intercept": float(self.predictor.rounds_intercept_)}
         data = self.predictor.to_dict()
@@ -685,7 +686,7 @@ def calibrate(
     frame = _read_runs(runs, settings)
     _check_columns(frame, use_noise_variance)
     if model is not None:
-        frame, model = _with_target_closeness(frame, model, workload)
+        frame, model = _with_workload_columns(frame, model, workload, settings)
     if model is not None:
         runs_model = workload.model if isinstance(workload, Workload) else None
         return _calibrate_time_predictor(frame, model, target, cv, seed, refit, runs_model)
@@ -762,9 +763,12 @@ class _Refit(NamedTuple):
     base: Any  # the predictor refitted, the prior's centre (None without one)
 
 
-def _with_target_closeness(frame: pd.DataFrame, model: Any, workload: Any = None):
-    """``frame`` with each run's ``target_closeness`` (target / ceiling) where ``model``
-    judges it and the table lacks it, and ``model`` at the workload's closeness.
+def _with_workload_columns(frame: pd.DataFrame, model: Any, workload: Any = None,
+                           settings: FeatureSettings | None = None):
+    """``frame`` with each run's ``target_closeness`` (target / ceiling) and
+    ``noise_multiplier`` (that of ``settings``, the runs' description; default the
+    predictor's) where ``model`` judges them and the table lacks them, and ``model`` at
+    the workload's closeness.
 
     The ceiling is the workload's, else the one the predictor measured for its model
     (:func:`~topokit.design.time_predictor.workload_ceiling`); unknown, it is one line
@@ -772,13 +776,17 @@ def _with_target_closeness(frame: pd.DataFrame, model: Any, workload: Any = None
 
     >>> from topokit import Workload, load_predictor
     >>> runs = pd.DataFrame({"target": [0.5, 0.6]})
-    >>> frame, model = _with_target_closeness(runs, load_predictor("workload"),
+    >>> frame, model = _with_workload_columns(runs, load_predictor("workload"),
     ...                                      Workload(target=0.6, ceiling=0.8))
     >>> frame["target_closeness"].round(3).tolist(), round(model.target_closeness, 3)
     ([0.625, 0.75], 0.75)
     """
     from ..design.time_predictor import workload_ceiling
 
+    if "noise_multiplier" in model.features and "noise_multiplier" not in frame.columns:
+        # The runs are described at the predictor's settings (the workload's, where given).
+        described = settings if settings is not None else model.feature_settings
+        frame = frame.assign(noise_multiplier=described.noise_multiplier)
     if "target_closeness" not in model.features:
         return frame, model
     told = workload if isinstance(workload, Workload) else None
@@ -913,7 +921,7 @@ def leave_network_out(runs, predictor: Any = "default", *, target: float | None 
         refitted predictor) and ``spearman_paper`` (eq. 15).
     """
     model = _time_predictor(predictor)
-    frame, model = _with_target_closeness(_read_runs(runs, model.feature_settings), model)
+    frame, model = _with_workload_columns(_read_runs(runs, model.feature_settings), model)
     by = tuple(by)
     if "network" not in by or any(column not in frame.columns for column in by):
         raise InvalidInputError(

@@ -48,7 +48,7 @@ from .._checks import check_int_at_least, check_output_path
 from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, int_seed, keyed_seed
 from ..audit.core import check_audit_rounds, privacy_audit
-from ..design.features import FeatureSettings, topology_features
+from ..design.features import FeatureSettings
 from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate
 from ..design.predictor import GlobalIteratePredictor
 from ..design.time_predictor import PREDICTOR_NAMES, load_predictor
@@ -58,11 +58,16 @@ from ..network.core import Network, Topology
 from ..network.quantities import local_iterate
 from ..training import DPConfig, TrainingRun, partition_class_counts, train
 from ..training.core import check_accuracy_threshold
-from .calibration import CALIBRATION_COLUMNS, CalibrationResult, calibrate
+from .calibration import (
+    CALIBRATION_COLUMNS,
+    CalibrationResult,
+    calibrate,
+    described_topology,
+)
 from .result import FEATURE_COLUMNS, RUN_COLUMNS, TIMING_COLUMNS, ValidationResult
 
 if TYPE_CHECKING:
-    from ..training._plan import TrainingPlan
+    from ..training.plan import TrainingPlan
 
 __all__ = [
     "validate",
@@ -349,8 +354,8 @@ def _run_features(piece: _Piece, run) -> dict[str, float]:
                                batch_size=config["batch_size"],
                                local_steps=config["local_steps"],
                                device_noise_multipliers=per_device)
-    features = topology_features(piece.net, piece.topology, **settings.to_dict()).to_dict()
-    values = {name: float(features[name]) for name in FEATURE_COLUMNS}
+    described = described_topology(piece.net, piece.topology, settings)
+    values = {name: described[name] for name in FEATURE_COLUMNS}
     if run.dp_devices and dp.get("sensitivity") != "clipped":
         values.update(dict.fromkeys(("noise_average", "noise_disagreement", "noise_felt"),
                                     float("nan")))
@@ -492,8 +497,8 @@ def _core_plan(piece: _Piece) -> TrainingPlan:
     settings give the noise columns of the run's row.
     """
     from .._random import spawn_generators
-    from ..training._plan import ROLES, check_schedule, plan_training, resolve_dp
     from ..training.partition import make_partitioner
+    from ..training.plan import ROLES, check_schedule, plan_training, resolve_dp
 
     options = piece.train_kwargs
     schedule = check_schedule(**{key: options.get(key, _TRAIN_DEFAULTS[key])
@@ -724,8 +729,8 @@ _SCHEDULE_OPTIONS = ("rounds", "lr", "lr_decay", "local_steps", "batch_size", "c
 
 def _check_train_values(train_kwargs: dict) -> None:
     """Check the training options' values as train would, before the first of many runs."""
-    from ..training._plan import check_schedule
     from ..training.partition import make_partitioner
+    from ..training.plan import check_schedule
 
     check_schedule(**{key: train_kwargs.get(key, _TRAIN_DEFAULTS[key])
                       for key in _SCHEDULE_OPTIONS})
