@@ -24,9 +24,11 @@ and its target closeness ``target / ceiling`` (the ceiling from
 Run (from the repository root): python -m analyses.workload_corpus [--models logreg,mlp]
 [--data digits,generated] [--n-jobs 2] [--quick].  Logistic regression on both data
 sets: about 25 min on 2 cores (MLP about five times that).  Writes
-analyses/out/workload_corpus.parquet; the runs of each (network, skewness, data, model)
-are kept under run keys in analyses/out/workload_corpus_parts/ (an interrupted call
-resumes; a changed input trains again).
+analyses/out/workload_corpus.parquet (other models or data:
+``workload_corpus_<models>_<data>.parquet``, :func:`corpus_name`); the runs of each
+(network, skewness, data, model) are kept under run keys in
+analyses/out/workload_corpus_parts/ (an interrupted call resumes; a changed input trains
+again).
 """
 
 from __future__ import annotations
@@ -256,6 +258,18 @@ def _run(task, trials: int):
     return run_cell(cell, topologies, trials)
 
 
+def corpus_name(models: tuple[str, ...], data: tuple[str, ...], quick: bool = False) -> str:
+    """The corpus file's stem: ``workload_corpus`` for logistic regression on both data sets,
+    else named by its models and data (``workload_corpus_mlp_digits``).
+
+    >>> corpus_name(("mlp",), ("digits",))
+    'workload_corpus_mlp_digits'
+    """
+    stem = "workload_corpus" if (models, data) == (("logreg",), DATA) \
+        else f"workload_corpus_{'-'.join(models)}_{'-'.join(data)}"
+    return f"{stem}_quick" if quick else stem
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="logreg")
@@ -269,8 +283,7 @@ def main() -> None:
     runs, built = generate(data, models, args.n_jobs, args.quick)
     ceilings = measure_ceilings(data, models)
     rows = workload_rows(runs, ceilings, built)
-    name = "workload_corpus_quick" if args.quick else "workload_corpus"
-    rows.to_parquet(out_path(f"{name}.parquet"), index=False)
+    rows.to_parquet(out_path(f"{corpus_name(models, data, args.quick)}.parquet"), index=False)
     print(f"{len(runs)} runs, {len(rows)} rows; ceilings "
           + ", ".join(f"{d}/{m} {c:.3f}" for (d, m), c in ceilings.items())
           + f"; {time.perf_counter() - started:.0f} s")
