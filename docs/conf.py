@@ -145,8 +145,54 @@ def _check_api_complete(app, env):
                 )
 
 
+def _constant_comments() -> dict[str, list[tuple[object, list[str]]]]:
+    """Every module-level ``#:`` comment of topokit: name -> [(value, lines)], read once."""
+    import importlib
+    import pkgutil
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    found: dict[str, list[tuple[object, list[str]]]] = {}
+    for info in pkgutil.walk_packages(topokit.__path__, "topokit."):
+        try:
+            module = importlib.import_module(info.name)
+            docs = ModuleAnalyzer.for_module(info.name).find_attr_docs()
+        except Exception:  # noqa: BLE001 (optional service modules; no source)
+            continue
+        for (scope, name), lines in docs.items():
+            if not scope and hasattr(module, name):
+                found.setdefault(name, []).append((getattr(module, name), list(lines)))
+    return found
+
+
+_COMMENTS: dict[str, list[tuple[object, list[str]]]] | None = None
+
+
+def _document_constants(app, what, name, obj, options, lines):
+    """A constant documented under a path other than its module's (``topokit.design.PHASES``
+    of ``topokit.design.result``) gets the ``#:`` comment where it is defined, not the
+    docstring of its type ("Built-in immutable sequence")."""
+    global _COMMENTS
+    if what not in ("data", "attribute"):
+        return
+    builtin = inspect.cleandoc(type(obj).__doc__ or "").strip().splitlines()
+    # numpydoc has already run: it appends its marker (and blanks some builtin texts).
+    text = [line.strip() for line in lines
+            if line.strip() not in ("", "..", "!! processed by numpydoc !!")]
+    if text and builtin and text[0] != builtin[0].strip():
+        return
+    if _COMMENTS is None:
+        _COMMENTS = _constant_comments()
+    for value, comment in _COMMENTS.get(name.rpartition(".")[2], []):
+        if value is obj:
+            lines[:] = comment
+            return
+    lines[:] = []
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    app.connect("autodoc-process-docstring", _document_constants)
     app.connect("env-check-consistency", _check_api_complete)
 
 

@@ -67,6 +67,11 @@ __all__ = [
 ]
 
 
+#: z of DPConfig()'s defaults (epsilon = 1, delta = 1e-5 per round, analytic Gaussian
+#: mechanism), about 3.7306: the noise multiplier features assume unless told otherwise.
+DEFAULT_NOISE_MULTIPLIER: float  # computed on first use (module __getattr__)
+
+
 @functools.cache
 def _default_noise_multiplier() -> float:
     """sigma / Delta of DPConfig()'s defaults (epsilon = 1, delta = 1e-5 per round, analytic

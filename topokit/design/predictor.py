@@ -32,7 +32,9 @@ __all__ = ["GlobalIteratePredictor", "PAPER_COEFFICIENTS", "PAPER_INTERCEPT", "F
 
 #: Eq. (15): coefficients of H and phi, and the intercept.
 PAPER_COEFFICIENTS = {"hitting_time": 0.3165, "phi": 121.6365}
+#: Eq. (15): the intercept.
 PAPER_INTERCEPT = 18.6251
+#: The columns :class:`GlobalIteratePredictor` reads: H, phi and (optionally) the noise variance.
 FEATURES = ("hitting_time", "phi", "noise_variance")
 #: The newest file format :meth:`GlobalIteratePredictor.from_dict` reads (``to_dict`` writes 1).
 _FORMAT_VERSION = 1

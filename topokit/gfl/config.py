@@ -222,6 +222,7 @@ def config_from_dict(values: dict[str, Any]) -> GFLConfig:
     return GFLConfig(**converted)
 
 
+#: The papers' experiments by name (``topokit gfl run --preset NAME``).
 PRESETS: dict[str, GFLConfig] = {
     # journal Sec. V / updates journal Sec. 5.1
     "regression": GFLConfig(name="regression"),

@@ -63,6 +63,8 @@ __all__ = ["GFLProblem", "GFLResult", "build_problem", "run", "run_many", "BATCH
 ProgressCallback = Callable[[int, int], None]
 # Secure-aggregation keys and masks take no role: they come from the OS (see secagg).
 ROLES = ("data", "graph", "sampling", "client_noise", "server_noise")
+#: Settings of a :class:`~topokit.gfl.GFLConfig` that :func:`run_many` can vary within one
+#: batched run (the data, graph and clients stay those of the first).
 BATCHABLE = frozenset(
     {"scheme", "sigma_g2", "share", "client_noise", "client_sigma2", "mu",
      "include_self_noise", "name"}

@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 Scheme = Literal["none", "random", "homomorphic"]
+#: The servers' perturbation schemes: none, independent random noise, graph-homomorphic.
 SCHEMES: tuple[str, ...] = ("none", "random", "homomorphic")
 _WEIGHTS = {"lazy-metropolis": lazy_metropolis, "metropolis": metropolis}
 

@@ -34,14 +34,19 @@ __all__ = [
     "compute_seconds",
 ]
 
+#: Wi-Fi 802.11n peak rate in Mb/s, of every pair closer than :data:`WIFI_RANGE_M` (Sec. VI-A).
 WIFI_RATE_MBPS = 72.2
+#: Distance in metres below which a pair talks over Wi-Fi rather than LTE-M (Sec. VI-A).
 WIFI_RANGE_M = 100.0
+#: Size in MB of the model the LTE-M rates are read from (Table I; our assumption).
 REFERENCE_MODEL_MB = 4.0
 #: Table I bottlenecks for a 4 MB model, read as Cat-M1 / Cat-M2 (our assumption).
 LTE_ROUND_SECONDS = {"cat-m1": 37.6, "cat-m2": 9.4}
+#: LTE-M rate in Mb/s of each category: :data:`REFERENCE_MODEL_MB` over its Table I time.
 LTE_RATE_MBPS = {
     category: REFERENCE_MODEL_MB * 8.0 / seconds for category, seconds in LTE_ROUND_SECONDS.items()
 }
+#: Seconds of computation per training round of each Raspberry Pi class (Sec. VI-A).
 DEVICE_COMPUTE_SECONDS = {"rpi2": 770.0, "rpi3": 312.0, "rpi4": 114.0}
 
 
