@@ -46,6 +46,7 @@ shipped).
 
 from __future__ import annotations
 
+import argparse
 import warnings
 from datetime import date
 from pathlib import Path
@@ -54,11 +55,16 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from analyses._common import machine, out_path, run_quick, write_json
+from analyses._common import OUT, machine, out_path, write_json
 from analyses.workload_corpus import DELTA, EPSILONS, ROUNDS, TARGETS, noise_multiplier
 from topokit import __version__
 from topokit.design.features import FeatureSettings
-from topokit.design.time_predictor import DEFAULT_FEATURES, TrainingTimePredictor, load_predictor
+from topokit.design.time_predictor import (
+    DEFAULT_FEATURES,
+    SHIPPED_FOR_MODEL,
+    TrainingTimePredictor,
+    load_predictor,
+)
 from topokit.validation.stats import censored_spearman
 
 FEATURES = (*DEFAULT_FEATURES, "target_closeness")
@@ -71,15 +77,23 @@ FEATURE_SETS = {"default+closeness": FEATURES, "default+closeness+phi": (*FEATUR
                 "varying": (*FEATURES, "phi", "spectral_gap", "noise_multiplier")}
 VARYING = {"varying": ("target_closeness", "noise_multiplier")}
 SCALES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-CELL = ["data", "network", "skewness", "epsilon_run", "target"]
+CELL = ["data", "model", "network", "skewness", "epsilon_run", "target"]
+#: The corpora fitted on (stems of analyses/out/*.parquet, :func:`corpus_name`).
+CORPORA = ("workload_corpus",)
 #: A cell's runs of one trial: one data split and seed, the topologies a user chooses among.
 TRIAL_CELL = [*CELL, "trial"]
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "predictor_workload.json"
 
 
-def load_rows(quick: bool) -> pd.DataFrame:
-    name = "workload_corpus_quick" if quick else "workload_corpus"
-    rows = pd.read_parquet(out_path(f"{name}.parquet"))
+def load_rows(quick: bool, corpora: tuple[str, ...] = CORPORA) -> pd.DataFrame:
+    """The runs of the corpora, below their ceiling, with ``rounds`` (inf: never reached)."""
+    names = ["workload_corpus_quick"] if quick else list(corpora)
+    missing = [name for name in names if not out_path(f"{name}.parquet").exists()]
+    if missing:
+        raise SystemExit(f"no corpus {out_path(missing[0] + '.parquet')}: run python -m "
+                         "analyses.workload_corpus with its models and data first")
+    rows = pd.concat([pd.read_parquet(out_path(f"{name}.parquet")) for name in names],
+                     ignore_index=True)
     rows = rows[rows["target_closeness"] < 1.0].reset_index(drop=True)
     return rows.assign(rounds=rows["measured_rounds"].fillna(np.inf))
 
@@ -111,9 +125,14 @@ def held_out(rows: pd.DataFrame, variant: Variant) -> np.ndarray:
 
 
 def shipped_default(rows: pd.DataFrame) -> np.ndarray:
-    """The shipped default's rounds of every run, from its features at the run's epsilon."""
-    model = load_predictor("default")
-    return model.predict(rows[list(model.features)].to_numpy(dtype=np.float64))
+    """The rounds of every run by the predictor shipped for its model ("default" for logistic
+    regression, "mlp" for the MLP), from its features at the run's epsilon."""
+    predicted = np.empty(len(rows))
+    for name, part in rows.groupby("model"):
+        model = load_predictor(SHIPPED_FOR_MODEL.get(name, "default"))
+        predicted[(rows["model"] == name).to_numpy()] = model.predict(
+            part[list(model.features)].to_numpy(dtype=np.float64))
+    return predicted
 
 
 def cell_spearman(rows: pd.DataFrame, predicted: np.ndarray, cell=CELL) -> pd.Series:
@@ -181,28 +200,43 @@ def judge(rows: pd.DataFrame, variant: Variant) -> dict[str, pd.DataFrame]:
     return {"pooled": pd.DataFrame(pooled), "per_trial": per_trial}
 
 
-def fit_shipped(rows: pd.DataFrame, variant: Variant, ceilings: dict[str, float]):
-    """The predictor fitted on every run, at the default workload's settings."""
+#: How the provenance describes each model.
+MODEL_TEXT = {"logreg": "multinomial logistic regression (topokit.training, model='logreg')",
+              "mlp": "MLP of one hidden layer (topokit.training, model='mlp')"}
+
+
+def fit_shipped(rows: pd.DataFrame, variant: Variant):
+    """The predictor fitted on every run, at the default workload's settings, and its
+    provenance: the models fitted on and each one's ceiling on digits (topokit's data)."""
     model = variant.unfitted().fit(variant.matrix(rows), rows["rounds"])
     z = rows["noise_multiplier"]
     closeness = rows["target_closeness"]
+    ceilings = (rows[rows["data"] == "digits"].drop_duplicates("model")
+                .set_index("model")["ceiling"].astype(float).to_dict())
+    models = sorted(rows["model"].unique())
     n_train = int(round(0.75 * 1797))
     model.set_params(settings=FeatureSettings(noise_multiplier=noise_multiplier(1.0),
                                               n_samples=n_train),
                      target_closeness=0.88 / ceilings["logreg"])
     provenance = {
         "script": "analyses/workload_predictor.py (runs: analyses/workload_corpus.py)",
-        "trained_model": "logreg", "trained_models": ["logreg"],
-        "model": "multinomial logistic regression (topokit.training, model='logreg')",
-        "data": "scikit-learn digits and analyses.workload_corpus.generated_data "
-                "(make_classification, 10 classes, centralised accuracy about 0.62)",
+        # One model: optimize's default weights follow it (default_mixing); several: the
+        # workload's model says.
+        **({"trained_model": models[0]} if len(models) == 1 else {}),
+        "trained_models": models,
+        "model": "; ".join(MODEL_TEXT[name] for name in models),
+        "data": {name: sorted(rows.loc[rows["model"] == name, "data"].unique())
+                 for name in models},
+        "data_note": "digits: scikit-learn's; generated: analyses.workload_corpus."
+                     "generated_data (make_classification, 10 classes, centralised accuracy "
+                     "about 0.62)",
         "dp": {"epsilon": list(EPSILONS), "delta": DELTA, "per": "round",
                "sensitivity": "clipped", "max_grad_norm": 1.0},
         "targets": {name: list(values) for name, values in TARGETS.items()},
         "fitted_ranges": {"noise_multiplier": [float(z.min()), float(z.max())],
                           "target_closeness": [float(closeness.min()),
                                                float(closeness.max())]},
-        "ceilings": {"logreg": ceilings["logreg"]},
+        "ceilings": ceilings,
         "ceilings_note": "accuracy of ceiling_probe (no noise, exact averaging) on digits",
         "corpus_runs": int(len(rows)),
         "networks": sorted(rows["network"].unique()),
@@ -224,14 +258,15 @@ def figure(scores: dict[str, pd.DataFrame]):
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharey=True)
     for row, (way, table) in zip(axes, scores.items(), strict=True):
         for ax, level in zip(row, ("epsilon_run", "target"), strict=True):
-            by = table.groupby(level=["data", level]).median()
+            by = table.groupby(level=["data", "model", level]).median()
+            sets = by.index.droplevel(level).unique()
             for column, style in (("workload", "o-"), ("fixed_coefficients", "s--"),
                                   ("default_at_epsilon", "^:"), (CEILINGS[way], "k-")):
-                for data, fill in (("digits", "full"), ("generated", "none")):
-                    if data in by.index.get_level_values("data"):
-                        part = by.loc[data][column]
-                        ax.plot(part.index, part.to_numpy(), style, fillstyle=fill,
-                                label=f"{column} ({data})")
+                for (data, name), fill in zip(sets, ("full", "none", "left", "right"),
+                                              strict=False):
+                    part = by.loc[(data, name)][column]
+                    ax.plot(part.index, part.to_numpy(), style, fillstyle=fill,
+                            label=f"{column} ({data}, {name})")
             ax.set_xlabel("epsilon per round" if level == "epsilon_run" else "target accuracy")
             if level == "epsilon_run":
                 ax.set_xscale("log")
@@ -247,16 +282,23 @@ def report(scores: dict[str, pd.DataFrame]) -> None:
     pd.set_option("display.width", 120)
     for way, table in scores.items():
         print(f"== {way.replace('_', ' ')} (median leave-network-out Spearman) ==")
-        for level in (["data"], ["data", "epsilon_run"], ["data", "target"]):
+        for level in (["data", "model"], ["data", "model", "epsilon_run"],
+                      ["data", "model", "target"]):
             print(table.groupby(level=level).median().round(3).to_string())
 
 
-def main(quick: bool) -> None:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpora", default=",".join(CORPORA),
+                        help="stems of analyses/out/*.parquet to fit on, comma-separated")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    quick = args.quick
+    OUT.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
-    rows = load_rows(quick)
+    rows = load_rows(quick, tuple(filter(None, args.corpora.split(","))))
     variant, tried = choose(rows)
     scores = judge(rows, variant)
-    ceilings = (rows.drop_duplicates("data").set_index("data")["ceiling"].to_dict())
     pd.set_option("display.width", 120)
     print("candidates on digits (median leave-network-out Spearman, pooled):")
     print(tried.round(3).to_string())
@@ -264,8 +306,9 @@ def main(quick: bool) -> None:
     report(scores)
     stem = "workload_predictor_quick" if quick else "workload_predictor"
     figure(scores).savefig(out_path(f"{stem}.png"), dpi=120)
-    model, provenance = fit_shipped(rows, variant, {"logreg": ceilings.get("digits")})
-    command = "python -m analyses.workload_predictor" + (" --quick" if quick else "")
+    model, provenance = fit_shipped(rows, variant)
+    command = "python -m analyses.workload_predictor" + (
+        " --quick" if quick else f" --corpora {args.corpora}")
     medians = {way: float(table["workload"].median()) for way, table in scores.items()}
     summary = {"command": command,
                "topokit_version": __version__, "date": date.today().isoformat(),
@@ -277,8 +320,10 @@ def main(quick: bool) -> None:
                                         tried.round(4).to_dict(orient="index").items()],
                **{f"median_spearman_{way}": table.median().round(4).to_dict()
                   for way, table in scores.items()},
-               **{f"median_spearman_{way}_by_data":
-                  table.groupby(level="data").median().round(4).to_dict(orient="index")
+               **{f"median_spearman_{way}_by_data_and_model":
+                  {f"{data}/{name}": row for (data, name), row in
+                   table.groupby(level=["data", "model"]).median().round(4)
+                   .to_dict(orient="index").items()}
                   for way, table in scores.items()},
                "leave_network_out_spearman_median": medians}
     write_json(f"{stem}.json", summary)
@@ -289,4 +334,4 @@ def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    run_quick(main)
+    main()

@@ -165,3 +165,14 @@ def test_design_cli_takes_the_ceiling_of_the_users_model():
     told = payload["stats"]["workload"]
     assert told["workload"]["ceiling"] == 0.62
     assert any("'cnn'" in reason for reason in told["outside"])  # a model it never saw
+
+
+def test_a_predictor_of_several_models_gives_each_workload_its_models_weights():
+    from topokit.design import default_mixing
+
+    joint = load_predictor("workload")
+    joint.provenance_ = {key: value for key, value in joint.provenance_.items()
+                         if key != "trained_model"} | {"trained_models": ["logreg", "mlp"]}
+    assert default_mixing(joint, Workload(model="mlp")) == default_mixing("mlp")
+    assert default_mixing(joint, Workload(model="logreg")) == default_mixing("default")
+    assert default_mixing(joint) == default_mixing("default")  # no workload: the default

@@ -438,14 +438,16 @@ def _resolve_predictor(predictor: Any) -> tuple[Any, dict[str, Any]]:
     return model, {"name": name, "record": model.to_dict()}
 
 
-def default_mixing(predictor: Any) -> str:
+def default_mixing(predictor: Any, workload: Workload | None = None) -> str:
     """The mixing weights :func:`optimize` gives its design when ``mixing`` is None.
 
     Lazy-Metropolis for eq. (15), which was fitted on and only models that gossip;
     for a fitted predictor, the default of the model it was trained on
-    (:data:`DEFAULT_MIXING_BY_MODEL`, from its provenance's ``trained_model``),
-    else :data:`DEFAULT_MIXING` (module notes).  ``predictor`` is what
-    :func:`optimize` takes: a name, a path, a predictor or None (the default).
+    (:data:`DEFAULT_MIXING_BY_MODEL`, from its provenance's ``trained_model``), or
+    for a predictor fitted on several models (``trained_models``) the default of
+    ``workload``'s model among them; else :data:`DEFAULT_MIXING` (module notes).
+    ``predictor`` is what :func:`optimize` takes: a name, a path, a predictor or
+    None (the default).
 
     >>> [default_mixing(name) for name in ("default", "mlp", "paper")]
     ['fastest', 'lazy-metropolis', 'lazy-metropolis']
@@ -453,7 +455,11 @@ def default_mixing(predictor: Any) -> str:
     predictor = load_predictor("default" if predictor is None else predictor)
     if isinstance(predictor, GlobalIteratePredictor):
         return "lazy-metropolis"
-    trained = (getattr(predictor, "provenance_", None) or {}).get("trained_model")
+    provenance = getattr(predictor, "provenance_", None) or {}
+    trained = provenance.get("trained_model")
+    if trained is None and workload is not None \
+            and workload.model in (provenance.get("trained_models") or ()):
+        trained = workload.model
     return DEFAULT_MIXING_BY_MODEL.get(trained, DEFAULT_MIXING)
 
 
@@ -790,7 +796,8 @@ def _optimize(net: Network, options: OptimizeOptions):
                    options.progress)
     workers = worker_count(options.n_jobs)
     model, description, outside = _predictor_at(options.predictor, options.workload)
-    mixing = options.mixing if options.mixing is not None else default_mixing(model)
+    mixing = options.mixing if options.mixing is not None \
+        else default_mixing(model, options.workload)
     ndlf_margin = options.ndlf_margin
     if ndlf_margin is None:
         ndlf_margin = 1.0 if isinstance(model, GlobalIteratePredictor) \
