@@ -197,3 +197,47 @@ def test_importing_topokit_plotting_does_not_import_matplotlib():
         print("matplotlib" in sys.modules)
     """)
     assert out == "False"
+
+
+def test_an_optimize_design_is_drawn_against_its_references_with_weighted_links():
+    from matplotlib.collections import LineCollection
+
+    from topokit import load_example, optimize
+    from topokit.plotting.design import design_figure
+
+    net = load_example("toy")
+    design = optimize(net, seed=0)
+    figure = design_figure(net, design)
+    left, right = figure.axes[:2]
+    names = [label.get_text() for label in right.get_yticklabels()]
+    assert sorted(names) == sorted([*design.stats["start_times"], "design"])
+    assert "AutoTag" not in right.get_title() and "snapshot" not in right.get_xlabel()
+    never = [name for name, t in design.stats["start_times"].items() if not np.isfinite(t)]
+    texts = [text.get_text() for text in right.texts]
+    assert sum("never reaches the target" in text for text in texts) == len(never)
+    # The links' widths follow their mixing weights: the least-used link is the thinnest.
+    widths = np.concatenate([collection.get_linewidths() for collection in left.collections
+                             if isinstance(collection, LineCollection)])
+    weights = np.asarray(design.topology.weights)
+    assert widths.min() == pytest.approx(0.3 + 2.7 * weights.min() / weights.max())
+    assert widths.max() == pytest.approx(3.0)
+
+
+def test_validation_figure_draws_never_reached_runs_above_the_rest_with_short_ticks():
+    from topokit.plotting.design import validation_figure
+
+    frame = pd.DataFrame({
+        "target": 0.9, "kind": ["ndlf", "ndlf", "erg"],
+        "predicted_global_iterate": [10.0, 12.0, np.inf], "measured_rounds": [20.0, 25.0, np.nan],
+        "pseudo_time": [80_000.0, 120_000.0, 140_000.0],
+        "measured_time": [90_000.0, 110_000.0, np.nan]})
+    figure = validation_figure(frame)
+    for axis, top in zip(figure.axes[:2], (25.0, 110_000.0), strict=True):
+        hollow = [collection for collection in axis.collections
+                  if len(collection.get_facecolors()) == 0]
+        assert len(hollow) == 1
+        assert hollow[0].get_offsets()[0, 1] == pytest.approx(1.15 * top)
+        assert np.isfinite(hollow[0].get_offsets()[0, 0])  # "never" predicted: right edge
+    figure.canvas.draw()
+    labels = [label.get_text() for label in figure.axes[1].get_xticklabels()]
+    assert labels and all(len(label) <= 5 for label in labels)  # 80k, not 80000

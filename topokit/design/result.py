@@ -147,6 +147,18 @@ class Design:
         """The chosen DP budget (the same as :attr:`n`)."""
         return self.n
 
+    def __repr__(self) -> str:
+        """One line: what was chosen and by what; the full record is :meth:`to_dict`.
+
+        >>> from topokit import load_example, optimize
+        >>> optimize(load_example("toy"), seed=0)
+        Design(7 links, 0 DP devices, pseudo_time=331.3 s, predictor='default', 7 candidates)
+        """
+        judged = "eq. (15)" if self.predictor is None else self.predictor.get("name")
+        return (f"Design({self.metrics.n_links} links, {self.metrics.n_dp_devices} DP devices, "
+                f"pseudo_time={self.metrics.pseudo_time:.4g} s, predictor={judged!r}, "
+                f"{len(self.candidates)} candidates)")
+
     def to_dict(self, *, include_timings: bool = False) -> dict[str, Any]:
         """JSON-ready: topology, metrics, candidates (and trace columns if recorded).
 

@@ -68,20 +68,23 @@ def _draw_topology(axis, net: Network, design: Design) -> None:
     position = _layout(net)
     social = {frozenset(edge) for edge in net.social.edges}
     used = [tuple(edge) for edge in design.topology.edges]
+    width = _link_widths(design)
     unused_social = [tuple(edge) for edge in social - {frozenset(edge) for edge in used}]
     used_social = [edge for edge in used if frozenset(edge) in social]
     non_social = [edge for edge in used if frozenset(edge) not in social]
     dp = set(design.topology.dp_devices)
+    weighted = " (width: mixing weight)" if design.topology.weights is not None else ""
     styles = (
-        (unused_social, dict(style="dotted", edge_color=COLORS["muted"], width=0.8),
-         "social link, unused"),
-        (used_social, dict(style="solid", edge_color=COLORS["primary"], width=1.6),
-         "social link, used"),
-        (non_social, dict(style="dashed", edge_color=COLORS["highlight"], width=1.6),
+        (unused_social, dict(style="dotted", edge_color=COLORS["muted"]), "social link, unused"),
+        (used_social, dict(style="solid", edge_color=COLORS["primary"]),
+         f"social link, used{weighted}"),
+        (non_social, dict(style="dashed", edge_color=COLORS["highlight"]),
          "non-social link (DP ends)"),
     )
     for edges, style, label in styles:
-        nx.draw_networkx_edges(net.social, position, edgelist=edges, ax=axis, label=label, **style)
+        widths = [width.get(frozenset(edge), 0.8) for edge in edges]
+        nx.draw_networkx_edges(net.social, position, edgelist=edges, ax=axis, label=label,
+                               width=widths or 1.0, **style)
     plain = [node for node in net.nodes if node not in dp]
     nx.draw_networkx_nodes(net.social, position, nodelist=plain, node_color=COLORS["paper"],
                            edgecolors=COLORS["ink"], node_size=120, ax=axis, label="device")
@@ -97,7 +100,44 @@ def _draw_topology(axis, net: Network, design: Design) -> None:
     axis.set_axis_off()
 
 
+def _link_widths(design: Design) -> dict[frozenset, float]:
+    """Line width of each used link: 1.6, or with mixing weights 0.3-3 in proportion to its
+    weight, so that a link the weights barely use is drawn barely there."""
+    edges = [frozenset(edge) for edge in design.topology.edges]
+    weights = design.topology.weights
+    if weights is None or not edges:
+        return dict.fromkeys(edges, 1.6)
+    largest = max(weights) or 1.0
+    return {edge: 0.3 + 2.7 * weight / largest for edge, weight in zip(edges, weights,
+                                                                        strict=True)}
+
+
+def _draw_references(axis, design: Design) -> None:
+    """optimize's design against the reference designs it started from: predicted time."""
+    times = {**design.stats["start_times"], "design": design.metrics.pseudo_time}
+    names = sorted(times, key=lambda name: (not np.isfinite(times[name]), times[name]))
+    finite = [times[name] for name in names if np.isfinite(times[name])]
+    never = max(finite) * 2.0 if finite else 1.0
+    values = [times[name] if np.isfinite(times[name]) else never for name in names]
+    colors = [COLORS["highlight"] if name == "design" else COLORS["primary"]
+              if np.isfinite(times[name]) else COLORS["muted"] for name in names]
+    positions = np.arange(len(names))
+    axis.barh(positions, values, color=colors)
+    for y, name in enumerate(names):
+        label = f" {times[name]:.4g} s" if np.isfinite(times[name]) \
+            else " never reaches the target"
+        axis.text(values[y], y, label, va="center", fontsize=7)
+    axis.set_yticks(positions, names)
+    axis.invert_yaxis()
+    axis.set_xscale("log")
+    axis.set_xlabel("predicted training time G x L (s)")
+    axis.set_title("optimize: the design and the references it searched from", fontsize=9)
+
+
 def _draw_trade_off(axis, design: Design) -> None:
+    if "start_times" in design.stats:  # a design of optimize, not AutoTag's budgets
+        _draw_references(axis, design)
+        return
     if design.trace is None:
         frame = design.to_frame()
         axis.plot(frame["n"], frame["pseudo_time"], marker="o", ms=3)
@@ -124,10 +164,13 @@ def _draw_trade_off(axis, design: Design) -> None:
 
 @styled
 def design_figure(net: Network, design: Design) -> Figure:
-    """A designed topology and the pseudo-time trade-off over AutoTag's snapshots.
+    """A designed topology, and how it compares with what the search weighed.
 
     Left: the social links used (solid), social links left out (dotted), the
-    added non-social links (dashed) and the DP devices (squares).  Right: the
+    added non-social links (dashed) and the DP devices (squares); with mixing
+    weights, a link's width is in proportion to its weight.  Right, for a
+    design of :func:`topokit.optimize`: the predicted training time of the
+    design and of the reference designs it searched from; for AutoTag's: the
     pseudo training time G' x L of every snapshot (with ``design.trace``; else
     the best candidate of each budget n), the chosen one as a line.
 
@@ -135,7 +178,8 @@ def design_figure(net: Network, design: Design) -> Figure:
     ----------
     net : Network
     design : Design
-        From :func:`topokit.autotag` (``trace=True`` for the per-snapshot curve).
+        From :func:`topokit.optimize`, or :func:`topokit.autotag` (``trace=True``
+        for the per-snapshot curve).
     """
     figure, axes = new_panels("topology", ncols=2)
     left, right = axes[0]
@@ -155,6 +199,39 @@ _KIND_STYLE = {
 }
 
 
+def _draw_never_reached(axis, group: pd.DataFrame, reached: pd.DataFrame, x_name: str,
+                        y_name: str) -> None:
+    """Runs that never reached the target, hollow, on a line above the measured ones (a
+    prediction of "never" at the right edge)."""
+    never = group[group["measured_rounds"].isna()]
+    if never.empty:
+        return
+    measured = reached[y_name].to_numpy(float)
+    line = 1.15 * measured.max() if measured.size else 1.0
+    predicted = np.concatenate([reached[x_name].to_numpy(float),
+                                never[x_name].to_numpy(float)])
+    predicted = predicted[np.isfinite(predicted)]
+    edge = 1.1 * predicted.max() if predicted.size else 1.0
+    for kind, points in never.groupby("kind", sort=False):
+        color, marker, _ = _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind))
+        x = points[x_name].to_numpy(float)
+        x = np.where(np.isfinite(x), x, edge)
+        axis.scatter(x, np.full(len(x), line), s=18, marker=marker, facecolors="none",
+                     edgecolors=color, linewidths=0.9)
+    axis.axhline(line, color=COLORS["faint"], lw=0.6, ls=":", zorder=0)
+    axis.annotate("never reached", (0.01, line), xycoords=("axes fraction", "data"),
+                  va="bottom", fontsize=7)
+
+
+def _compact_ticks(axis) -> None:
+    """At most five ticks per axis, written short (80k, 1.2M): long labels ran together."""
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+
+    for which in (axis.xaxis, axis.yaxis):
+        which.set_major_locator(MaxNLocator(5))
+        which.set_major_formatter(EngFormatter(sep=""))
+
+
 @styled
 def validation_figure(frame: pd.DataFrame) -> Figure:
     """Predicted against measured training time, one column per target accuracy.
@@ -162,7 +239,8 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
     Top: predicted global iterate G' against measured rounds; bottom: pseudo
     time G' x L against measured physical time (both in the units of the
     table: rounds and seconds).  One point per run; runs that never reached
-    the target are left out (their count is in the title).
+    the target are drawn hollow on a line above the others ("never reached";
+    their count is in the title), at their predicted value.
 
     Parameters
     ----------
@@ -189,6 +267,8 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
                 color, marker, label = _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind))
                 axis.scatter(points[x_name], points[y_name], s=18, c=color, marker=marker,
                              alpha=0.7, linewidths=0, label=label)
+            _draw_never_reached(axis, group, reached, x_name, y_name)
+            _compact_ticks(axis)
             rho = correlation(reached[x_name].to_numpy(float), reached[y_name].to_numpy(float),
                                "spearman")
             missing = int(group["measured_rounds"].isna().sum())
