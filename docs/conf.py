@@ -27,6 +27,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax from _static/, not a CDN: math reads offline
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
