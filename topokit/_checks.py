@@ -19,6 +19,9 @@ check                      accepts
 :func:`check_fits_in_memory` an allocation no larger than the machine's memory
 =========================  ====================================================
 
+:func:`available_memory` is what a new allocation can have now (for checks
+that refuse a run the machine cannot hold at the moment).
+
 :func:`check_positive`, :func:`check_nonnegative`, :func:`check_probability`,
 :func:`check_in_open_unit_interval` and :func:`check_int_at_least` are the
 common intervals, spelled out.
@@ -54,6 +57,7 @@ __all__ = [
     "check_connected",
     "check_output_path",
     "check_fits_in_memory",
+    "available_memory",
     "graph_adjacency",
 ]
 
@@ -348,6 +352,27 @@ def _physical_memory() -> float:
     """Bytes of physical memory of this machine (inf where the OS does not say)."""
     try:
         return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return float("inf")
+
+
+def available_memory() -> float:
+    """Bytes of memory available to a new allocation now (Linux's MemAvailable; else the
+    free pages; inf where the OS does not say).
+
+    The one reading of it: :func:`topokit.kernels.available_memory` is this function
+    (the large-network kernels check it before allocating), importable without loading
+    the compiled kernels (numba) for checks made before a command's work starts.
+    """
+    try:
+        with open("/proc/meminfo") as lines:
+            for line in lines:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         return float("inf")
 

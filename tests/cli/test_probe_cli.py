@@ -118,7 +118,7 @@ def _bad_table(folder, name: str, **changes) -> str:
     (lambda f, o: ("calibrate", f / "runs.csv", "--prior-strength", "5", "-o", o),
      "--prior-strength"),
     (lambda f, o: ("calibrate", f / "runs.csv", "--refit", "default", "--prior-strength", "-1",
-                   "-o", o), "prior_strength"),
+                   "-o", o), "--prior-strength"),
 ])
 def test_user_errors_exit_2_in_one_line_and_write_nothing(own_runs, tmp_path, make_args,
                                                           message):

@@ -349,8 +349,8 @@ def test_eq15_ignores_the_counts(toy, counted):
 def _train_partition(net, X, y, seed: int, skewness: float) -> np.ndarray:
     """Class counts of train's partition, rebuilt from the training core's planning steps."""
     from topokit._random import spawn_generators
-    from topokit.training.plan import ROLES, partition_rows, split_data
     from topokit.training.partition import make_partitioner
+    from topokit.training.plan import ROLES, partition_rows, split_data
 
     rng = spawn_generators(seed, ROLES)["partition"]
     data = split_data(X, y, None, net.n_devices, rng)

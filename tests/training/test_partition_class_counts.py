@@ -15,8 +15,8 @@ from topokit.training import (
     partition_class_counts,
     train,
 )
-from topokit.training.plan import ROLES, check_schedule, plan_training
 from topokit.training.partition import make_partitioner
+from topokit.training.plan import ROLES, check_schedule, plan_training
 from topokit.validation.core import _partition_counts
 
 

@@ -9,10 +9,12 @@ before exiting with status 2, no traceback.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import math
+import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,8 +69,7 @@ def handles_user_errors(command: F) -> F:
             _print_error(str(exc))
             raise typer.Exit(2) from None
         except OSError as exc:
-            where = f": {exc.filename}" if exc.filename else ""
-            _print_error(f"{exc.strerror or exc}{where}")
+            _print_error(os_error_text(exc))
             raise typer.Exit(2) from None
         except MemoryError:
             # The checks refuse sizes that cannot fit before allocating; this is the
@@ -78,6 +79,79 @@ def handles_user_errors(command: F) -> F:
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def os_error_text(exc: OSError) -> str:
+    """An ``OSError`` as one line that names the user's path and says what to do.
+
+    A rename's destination (``filename2``) is the user's path: the source is the
+    hidden temporary file an atomic write renames over it.
+    """
+    path = exc.filename2 if exc.filename2 is not None else exc.filename
+    if path is None:
+        return str(exc.strerror or exc)
+    if exc.errno == errno.EISDIR:
+        return (f"{path} is a directory where topokit writes or reads a file; give a file "
+                "path (or remove that folder)")
+    if exc.errno == errno.EEXIST:
+        return (f"{path} already exists where topokit needs to create a folder or file; "
+                "remove it or choose another path")
+    if exc.errno == errno.ENOTDIR:
+        return f"{path}: part of this path is a file, not a folder; choose another path"
+    return f"{exc.strerror or exc}: {path}"
+
+
+def _same_kind(exc: TopokitError, message: str) -> TopokitError:
+    """An error of ``exc``'s class saying ``message``."""
+    try:
+        return type(exc)(message)
+    except TypeError:  # a class whose constructor takes other arguments
+        return InvalidInputError(message)
+
+
+def _renamed(message: str, options: Mapping[str, str], phrases: Mapping[str, str]) -> str:
+    """``message`` with each parameter of ``options`` named as its option: at the start
+    ("noise_multiplier must be ...") or as ``name=value`` ("n_devices=10 devices")."""
+    for phrase, replacement in phrases.items():
+        message = message.replace(phrase, replacement)
+    for name, option in options.items():
+        bare = re.escape(name)
+        message = re.sub(rf"^{bare}(?=[\s:])", option, message)
+        message = re.sub(rf"(?<![\w-]){bare}='([\w.:-]+)'", rf"{option} \1", message)
+        message = re.sub(rf"(?<![\w-]){bare}=(?=[^\s.,;)])", f"{option} ", message)
+        message = re.sub(rf"(?<![\w-]){bare}=\.\.\.", f"{option} ...", message)
+    return message
+
+
+@contextlib.contextmanager
+def naming_options(options: Mapping[str, str],
+                   phrases: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Name the command's options in the library's errors raised inside the block.
+
+    The library's messages name its Python parameters (``noise_multiplier``,
+    ``trials``); a user of the command line knows them as options
+    (``--noise-multiplier``, ``--trials``).  ``options`` maps a parameter to its
+    option, renamed where a message starts with it or writes ``name=value``;
+    ``phrases`` replaces whole phrases (a Python call the user never made, say).
+
+    Examples
+    --------
+    >>> from topokit.errors import InvalidInputError
+    >>> try:
+    ...     with naming_options({"trials": "--trials"}):
+    ...         raise InvalidInputError("trials must be an integer >= 1; got 0")
+    ... except InvalidInputError as exc:
+    ...     print(exc)
+    --trials must be an integer >= 1; got 0
+    """
+    try:
+        yield
+    except TopokitError as exc:
+        message = str(exc)
+        renamed = _renamed(message, options, phrases or {})
+        if renamed == message:
+            raise
+        raise _same_kind(exc, renamed) from None
 
 
 def print_json(payload: Any) -> None:
@@ -101,6 +175,21 @@ def check_output_option(path: Path | None, name: str = "--output") -> None:
     """Refuse an output path that cannot be written (a file as folder, a folder) up front."""
     if path is not None:
         check_output_path(path, name)
+
+
+def check_predictor_option(predictor: str | Path | None, name: str = "--predictor") -> None:
+    """Refuse a folder given as a predictor file (a name such as 'default' wins, as in
+    :func:`topokit.load_predictor`), naming the option."""
+    if predictor is None:
+        return
+    from ..design.time_predictor import PREDICTOR_NAMES
+
+    if str(predictor).strip().lower() not in PREDICTOR_NAMES and Path(predictor).is_dir():
+        raise InvalidInputError(
+            f"{name}: {predictor} is a directory; give a predictor name "
+            f"({', '.join(map(repr, PREDICTOR_NAMES))}) or a predictor JSON file (topokit "
+            "calibrate -o writes one)"
+        )
 
 
 def check_seed_option(seed: int | None, name: str = "--seed") -> None:
@@ -170,7 +259,11 @@ def reporting_progress(
         yield report
     except BaseException:
         if started:
-            started[0][0].live.transient = True
+            # Erased: the live display alone, as Progress.stop() would add an empty line
+            # on a console that is not a terminal (a file, a pipe), above the error line.
+            live = started.pop()[0].live
+            live.transient = True
+            live.stop()
         raise
     finally:
         if started:

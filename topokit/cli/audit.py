@@ -16,12 +16,18 @@ from ._common import (
     console,
     handles_user_errors,
     metrics_table,
+    naming_options,
     print_json,
     reporting_progress,
     resolve_network,
 )
 
 __all__ = ["audit_command"]
+
+#: privacy_audit's parameters as this command names them, in its errors.
+_AUDIT_OPTIONS = {"rounds": "--rounds", "noise_multiplier": "--noise-multiplier",
+                  "delta": "--delta", "model": "--model", "n_jobs": "--n-jobs"}
+
 
 def _topology(net, path: Path | None):
     """The audited topology and where it came from: the file, the stored one, or NDLF."""
@@ -107,13 +113,17 @@ def audit_command(
     --eavesdropper audits one listening on the links into it.  --model dsgd
     audits decentralized SGD, where a device's contribution enters every round.
     """
-    from ..audit.core import privacy_audit
+    from ..audit.core import _MEMORY_FIX, privacy_audit
+    from .design import _check_topology_path
 
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
+    _check_topology_path(topology)
     net = resolve_network(network, example)
     chosen, source = _topology(net, topology)
     noise, noise_text = _noise(net, topology, noise_multiplier)
-    with reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
+    with naming_options(_AUDIT_OPTIONS, {_MEMORY_FIX: "audit fewer --rounds, or use fewer "
+                                                      "--n-jobs (threads)"}), \
+            reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
         audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise,
                               delta=delta, observer_knows_own_noise=knows_own_noise,
                               model=model, n_jobs=n_jobs, progress=report)

@@ -23,10 +23,12 @@ from ._common import (
     check_jobs_option,
     check_output_option,
     check_plot_path,
+    check_predictor_option,
     check_seed_option,
     console,
     handles_user_errors,
     metrics_table,
+    naming_options,
     print_json,
     reporting_progress,
     resolve_network,
@@ -42,6 +44,13 @@ def audit_caption(audit: StrangerAudit) -> str:
             f"{audit.rounds} rounds, z = "
             f"{audit.noise_multiplier:.4g} on every DP device (mu-GDP; an exposed pair has "
             "mu = inf); every pair: topokit audit")
+
+
+def _audit_memory_phrases() -> dict[str, str]:
+    """The stranger audit's way out of a memory refusal, as this command's options."""
+    from ..audit.core import _MEMORY_FIX
+
+    return {_MEMORY_FIX: "use fewer --audit-rounds (0: no audit) or a smaller network"}
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
@@ -114,11 +123,14 @@ def analyze(
     from ..design.time_predictor import load_predictor
 
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
+    check_predictor_option(predictor)
+    _check_topology_path(topology)
     net = resolve_network(network, example)
     chosen = _topology_for(net, topology) if topology else net.topology
     model = load_predictor(str(predictor)) if predictor else None
     label = "given topology" if topology else ("stored topology" if chosen else "social graph")
-    columns = metric_columns(net, {label: chosen or ndlf(net)}, model, audit=audit)
+    with naming_options({}, _audit_memory_phrases()):
+        columns = metric_columns(net, {label: chosen or ndlf(net)}, model, audit=audit)
     if as_json:
         print_json({"network": net.name, "topology": label, **columns[label],
                     "stranger_audit": audit.settings()})
@@ -128,10 +140,20 @@ def analyze(
     console.print(audit_caption(audit))
 
 
+def _check_topology_path(path: Path | None, name: str = "--topology") -> None:
+    """Refuse a folder given where a topology or design file is read, naming the option."""
+    if path is not None and Path(path).is_dir():
+        raise InvalidInputError(
+            f"{name}: {path} is a directory; give a topology JSON file, or a design JSON "
+            "written by topokit design -o"
+        )
+
+
 def _topology_for(net, path: Path):
     """The topology file ``path``, checked against ``net``; errors name the file."""
     from ..network.formats import load_topology
 
+    _check_topology_path(path)
     topology = load_topology(path)
     try:
         return topology.validate(net)
@@ -226,21 +248,35 @@ def design(
     _check_stranger_bound(method, max_stranger_mu, audit)
     _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
     ndlf_margin = _checked_ndlf_margin(method, ndlf_margin)
+    check_predictor_option(predictor)
+    sizing = {"method": method, "n_jobs": n_jobs, "plot": plot, "nep_patience": nep_patience}
+    if example is None:  # a file too large is refused before it is read
+        _check_design_memory(network_file=network, **sizing)
     net = resolve_network(network, example)
+    _check_design_memory(net=net, **sizing)
     model = _design_predictor(method, predictor)
     if method == "autotag":
         chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
                                        nep_patience=nep_patience, quiet=as_json)
         topologies = {"AutoTag": chosen.topology, **baseline_topologies(net, chosen, seed=seed)}
     else:
-        chosen, topologies = _optimized(net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
-                                        max_stranger_mu=max_stranger_mu,
-                                        audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
-                                        audit_model=audit.model, mixing=mixing,
-                                        per_device_noise=not uniform_noise,
-                                        ndlf_margin=ndlf_margin, workload=workload)
+        with naming_options(_OPTIMIZE_OPTIONS, _OPTIMIZE_PHRASES):
+            chosen, topologies = _optimized(
+                net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
+                max_stranger_mu=max_stranger_mu,
+                audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS, audit_model=audit.model,
+                mixing=mixing, per_device_noise=not uniform_noise, ndlf_margin=ndlf_margin,
+                workload=workload)
         model = _judge(chosen, model)
-    columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
+    with naming_options({}, _audit_memory_phrases()):
+        columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
+    _report_design(net, network, method, chosen, columns, audit,
+                   output=output, plot=plot, as_json=as_json)
+
+
+def _report_design(net, network: Path | None, method: str, chosen, columns: dict, audit, *,
+                   output: Path | None, plot: Path | None, as_json: bool) -> None:
+    """Write, draw and print the design: the file of -o, the figure of --plot, the table."""
     payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
                "stranger_audit": audit.settings()}
     if output is not None:
@@ -260,6 +296,35 @@ def design(
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
+
+
+#: optimize's parameters as the design command names them, in its errors.
+_OPTIMIZE_OPTIONS = {"max_stranger_mu": "--max-stranger-mu", "audit_rounds": "--audit-rounds",
+                     "ndlf_margin": "--ndlf-margin", "n_jobs": "--n-jobs"}
+_OPTIMIZE_PHRASES = {"topokit.privacy_audit": "topokit audit"}
+
+
+def _check_design_memory(*, method: str, n_jobs: int, plot: Path | None,
+                         nep_patience: int | None, network_file: Path | None = None,
+                         net=None) -> None:
+    """Refuse a design the memory available cannot hold: from the network file before it
+    is read (``network_file``), or from the loaded network (``net``)."""
+    import numpy as np
+
+    from .._jobs import worker_count
+    from ._sizes import check_design_memory, network_file_size
+
+    options = {"method": method, "workers": worker_count(n_jobs),
+               "trace": method == "autotag" and plot is not None, "nep_patience": nep_patience}
+    if net is not None:
+        n = net.n_devices
+        pairs = (int(np.count_nonzero(np.isfinite(net.delay))) - n) // 2
+        check_design_memory(n, pairs, **options)
+        return
+    size = None if network_file is None else network_file_size(network_file)
+    if size is not None:  # else the reader says what is wrong with the file
+        check_design_memory(size.n_devices, size.min_pairs, loading_bytes=size.loading_bytes,
+                            **options)
 
 
 def _check_run_options(plot: Path | None, output: Path | None, n_jobs: int, seed: int) -> None:
@@ -388,7 +453,10 @@ def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | N
             raise InvalidInputError("give --workload or --epsilon/--target/--model/--ceiling, "
                                     "not both: set the values in the workload file")
         return load_workload(workload_file)
-    return Workload(**{name: value for name, value in flags.items() if value is not None})
+    with naming_options({name: f"--{name}" for name in flags},
+                        {", or None for the one the predictor knows":
+                         ", or leave --ceiling out for the one the predictor knows"}):
+        return Workload(**{name: value for name, value in flags.items() if value is not None})
 
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
@@ -461,18 +529,29 @@ generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True, rich
 @generate_app.command("siot")
 @handles_user_errors
 def generate_siot(
-    devices: int = typer.Option(..., "--devices", "-n", help="Number of devices."),
+    devices: int = typer.Option(
+        ..., "--devices", "-n",
+        help="Number of devices.  The file stores the n x n delay matrix (about 12 bytes a "
+             "pair: 200 MB at 4,000 devices) and writing it takes about 160 bytes of memory "
+             "a pair (2.4 GiB at 4,000): a count beyond the memory available (about 11,000 "
+             "devices with 20 GiB) or the disk is refused up front."),
     seed: int = typer.Option(None, "--seed", help="Seed (same seed, same network)."),
     output: Path = typer.Option(..., "--output", "-o", help="Network file (.json or .graphml)."),
     metres_per_unit: float = typer.Option(
         None, "--metres-per-unit", help="Scale of the data set's coordinates (default: topokit's)."
     ),
 ) -> None:
-    """A synthetic Social-IoT network with the Santander data set's structure."""
+    """A synthetic Social-IoT network with the Santander data set's structure.
+
+    The network file holds every pair's delay, so its size and the memory to
+    write it grow with the square of --devices; a network that cannot be
+    written here is refused before it is generated, with the estimate.
+    """
     from .._checks import check_int, check_positive
     from ..network.core import NETWORK_SUFFIXES
     from ..network.formats import save_network
-    from ..network.siot import DEFAULT_METRES_PER_UNIT, siot
+    from ..network.siot import DEFAULT_METRES_PER_UNIT, NO_COMPONENT_FIX, siot
+    from ._sizes import check_siot_size
 
     check_int(devices, "--devices", low=1)
     check_seed_option(seed)
@@ -484,7 +563,12 @@ def generate_siot(
     if metres_per_unit is None:
         metres_per_unit = DEFAULT_METRES_PER_UNIT
     check_positive(metres_per_unit, "--metres-per-unit")
-    net = siot(devices, seed=seed, metres_per_unit=metres_per_unit)
+    check_siot_size(devices, output)
+    with naming_options({"n_devices": "--devices", "metres_per_unit": "--metres-per-unit"},
+                        {NO_COMPONENT_FIX: "Ask for fewer --devices, or a smaller "
+                                           "--metres-per-unit (devices closer together link "
+                                           "to more others)."}):
+        net = siot(devices, seed=seed, metres_per_unit=metres_per_unit)
     save_network(net, output)
     console.print(f"wrote {output}: {net.n_devices} devices, {net.social.number_of_edges()} "
                   "social links")

@@ -14,6 +14,7 @@ from ._common import (
     check_output_option,
     console,
     handles_user_errors,
+    naming_options,
     print_json,
     resolve_network,
 )
@@ -56,9 +57,14 @@ def export_command(
     from ..design.export import EXPORT_FORMATS, export_design
 
     check_choice(format, "--format", EXPORT_FORMATS)
-    check_output_option(output)
+    if design.is_dir():
+        raise InvalidInputError(f"DESIGN: {design} is a directory; give the design JSON file "
+                                "written by topokit design -o")
+    _check_outputs(output, format)
     net = _network(network, example)
-    paths = export_design(design, output, format, net=net)
+    with naming_options({"path": "--output", "format": "--format", "design": "DESIGN",
+                         "net": "--network"}):
+        paths = export_design(design, output, format, net=net)
     prediction = (json.loads(paths[2].read_text(encoding="utf-8"))
                   if format == "decentralizepy" else None)
     if as_json:
@@ -70,6 +76,20 @@ def export_command(
         console.print(f"  {path}", soft_wrap=True, highlight=False)
     if prediction is not None:
         console.print(_prediction_line(prediction))
+
+
+def _check_outputs(output: Path, format: str) -> None:
+    """--output and the files the format writes beside it, none of them a folder."""
+    from ..design.export import _SIDECARS
+
+    check_output_option(output)
+    for suffix in _SIDECARS[format]:
+        sidecar = Path(f"{output.with_suffix('')}{suffix}")
+        if sidecar.is_dir():
+            raise InvalidInputError(
+                f"--output: {sidecar}, which {format} writes beside {output.name}, is a "
+                "directory; remove it or choose another --output"
+            )
 
 
 def _network(network: Path | None, example: str | None):

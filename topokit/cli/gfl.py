@@ -24,6 +24,7 @@ from ._common import (
     check_plot_path,
     check_seed_option,
     console,
+    naming_options,
     reporting_progress,
 )
 
@@ -128,7 +129,8 @@ def run_command(
     check_output_option(output)
     check_plot_path(plot)
     check_seed_option(seed)
-    config = _resolve_config(config_file, preset_name, seed)
+    with naming_options({"preset": "--preset", "base": "--preset", "seed": "--seed"}):
+        config = _resolve_config(config_file, preset_name, seed)
     variants = _variants(config, preset_name, compare)
     with reporting_progress(f"GFL {config.name}", total=config.iterations) as report:
         results = run_many(config, variants, progress=report)

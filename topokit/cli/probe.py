@@ -15,9 +15,11 @@ from ._common import (
     ExampleOpt,
     JsonOpt,
     NetworkArg,
+    check_predictor_option,
     check_seed_option,
     console,
     handles_user_errors,
+    naming_options,
     print_json,
     resolve_network,
 )
@@ -29,12 +31,24 @@ INDEX_NAME = "index.csv"
 NETWORK_NAME = "network.json"
 
 
-def _check_folder(folder: Path) -> None:
-    """A folder the probes can be written to (missing folders are created)."""
+def _check_folder(folder: Path, names: tuple[str, ...] = (NETWORK_NAME, INDEX_NAME)) -> None:
+    """A folder the probes can be written to (missing folders are created), where none of
+    the files ``names`` is a folder."""
     if folder.exists() and not folder.is_dir():
         raise InvalidInputError(
             f"--output: {folder} is a file; give a folder for the probes, e.g. probes/")
     check_output_path(folder / INDEX_NAME, "--output")
+    for name in names:
+        if (folder / name).is_dir():
+            raise InvalidInputError(
+                f"--output: {folder} holds a folder {name}, where the file {name} goes; "
+                "remove it or give another folder"
+            )
+
+
+#: probe_topologies's parameters as this command names them, in its errors.
+_PROBE_OPTIONS = {"k": "-k", "predictor": "--predictor", "seed": "--seed",
+                  "settings": "--workload"}
 
 
 def _write_probes(folder: Path, net, probes: dict, index) -> None:
@@ -91,11 +105,14 @@ def probe_command(
     from ..validation.probes import probe_index, probe_topologies
 
     check_seed_option(seed)
+    check_predictor_option(predictor)
     _check_folder(output)
     net = resolve_network(network, example)
     settings = None if workload_file is None else load_workload(workload_file)
-    probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)
-    index = probe_index(net, probes, predictor=predictor, settings=settings)
+    with naming_options(_PROBE_OPTIONS):
+        probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)
+        index = probe_index(net, probes, predictor=predictor, settings=settings)
+    _check_folder(output, tuple(f"{name}.json" for name in probes))  # nothing written yet
     index.insert(1, "network", NETWORK_NAME)
     index.insert(2, "topology", [f"{name}.json" for name in probes])
     _write_probes(output, net, probes, index)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from .._checks import check_real
 from ..design._defaults import DEFAULT_AUDIT_ROUNDS
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, TopokitError
 from ._common import (
     ExampleOpt,
     JsonOpt,
@@ -22,9 +22,11 @@ from ._common import (
     check_jobs_option,
     check_output_option,
     check_plot_path,
+    check_predictor_option,
     check_seed_option,
     console,
     handles_user_errors,
+    naming_options,
     print_json,
     reporting_progress,
     resolve_network,
@@ -150,6 +152,33 @@ def _correlation_table(result) -> _Noted:
     return _Noted(table, note)
 
 
+#: validate's parameters as this command names them, in its errors.
+_VALIDATE_OPTIONS = {"trials": "--trials", "rounds": "--rounds", "target": "--targets",
+                     "targets": "--targets", "seed": "--seed", "n_jobs": "--n-jobs",
+                     "audit_rounds": "--audit-rounds", "partition": "--skewness",
+                     "output": "--output", "scheduler": "--scheduler", "dataset": "--dataset",
+                     "predictor": "--predictor", "topologies": "--topologies"}
+_VALIDATE_PHRASES = {"unknown topology spec": "--topologies: unknown topology spec",
+                     ", or a Topology": ""}
+
+
+def _check_runs_output(output: Path | None) -> None:
+    """--output, and the files validate writes beside it (curves, timings), before any work:
+    a folder in their place used to fail only when the runs were done."""
+    from ..validation.core import curves_path, timings_path
+
+    check_output_option(output)
+    if output is None:
+        return
+    for path, what in ((curves_path(output), "accuracy curves"),
+                       (timings_path(output), "wall-clock times")):
+        if path.is_dir():
+            raise InvalidInputError(
+                f"--output: {path}, where the {what} go beside {output.name}, is a directory; "
+                "remove it or choose another --output"
+            )
+
+
 @handles_user_errors
 def validate_command(
     network: Path = NetworkArg,
@@ -202,7 +231,8 @@ def validate_command(
     from ..validation.core import validate
 
     check_plot_path(plot)
-    check_output_option(output)
+    _check_runs_output(output)
+    check_predictor_option(predictor)
     check_seed_option(seed)
     check_jobs_option(n_jobs)
     check_scheduler(scheduler)
@@ -225,7 +255,8 @@ def validate_command(
                      scheduler=scheduler, audit_rounds=audit_rounds, resume=not restart,
                      workload=None if workload_file is None else load_workload(workload_file),
                      **train_kwargs)
-    with reporting_progress("training runs", quiet=as_json) as report:
+    with naming_options(_VALIDATE_OPTIONS, _VALIDATE_PHRASES), \
+            reporting_progress("training runs", quiet=as_json) as report:
         result = validate(net, progress=report, **arguments)
     if plot is not None:
         result.plot(plot)
@@ -248,6 +279,35 @@ def validate_command(
                       f"{timings_path(output)})")
     if plot is not None:
         console.print(f"wrote plot to {plot}")
+
+
+#: calibrate's parameters as this command names them, in its errors.
+_CALIBRATE_OPTIONS = {"cv": "--cv", "target": "--target", "prior_strength": "--prior-strength",
+                      "seed": "--seed", "use_noise_variance": "--noise-variance",
+                      "positive": "--positive", "predictor": "--refit", "settings": "--workload"}
+_CALIBRATE_PHRASES = {
+    "varying_with names ": "--refit: the predictor's coefficients vary with ",
+    "; fit on runs at several of its values or leave it out":
+        "; give runs at several of its values, or refit 'default' (fixed coefficients)",
+}
+
+
+def _check_refit(refit: str | None) -> None:
+    """--refit: a TrainingTimePredictor to refit, named as the option (loaded once here)."""
+    from ..design.time_predictor import TrainingTimePredictor, load_predictor
+
+    if refit is None:
+        return
+    check_predictor_option(refit, "--refit")
+    try:
+        model = load_predictor(refit)
+    except TopokitError as exc:
+        raise type(exc)(f"--refit: {exc}") from None
+    if not isinstance(model, TrainingTimePredictor):
+        raise InvalidInputError(
+            f"--refit refits a TrainingTimePredictor ('default', 'mlp', 'workload' or its "
+            f"JSON file); {refit!r} is eq. (15)'s form: fit that one without --refit"
+        )
 
 
 @handles_user_errors
@@ -295,16 +355,18 @@ def calibrate_command(
 
     check_output_option(output)
     check_seed_option(seed)
+    _check_refit(refit)
     if refit is not None and (noise_variance or positive):
         raise InvalidInputError("--noise-variance and --positive fit eq. (15)'s form; drop them "
                                 "with --refit")
     if refit is None and prior_strength != 0:
         raise InvalidInputError("--prior-strength keeps a refit predictor near its own "
                                 "coefficients; add --refit default (or mlp, or its file)")
-    result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
-                       positive=positive, seed=seed, predictor=refit,
-                       prior_strength=prior_strength,
-                       settings=None if workload_file is None else load_workload(workload_file))
+    settings = None if workload_file is None else load_workload(workload_file)
+    with naming_options(_CALIBRATE_OPTIONS, _CALIBRATE_PHRASES):
+        result = calibrate(runs, use_noise_variance=noise_variance, target=target, cv=cv,
+                           positive=positive, seed=seed, predictor=refit,
+                           prior_strength=prior_strength, settings=settings)
     result.save(output)
     if as_json:
         print_json({**result.to_dict(), "output": str(output)})

@@ -12,7 +12,6 @@ one those checks give.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import networkx as nx
@@ -20,7 +19,13 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import NDArray
 
-from .._checks import as_matrix_stack, check_row_stochastic, check_symmetric, graph_adjacency
+from .._checks import (
+    as_matrix_stack,
+    available_memory,
+    check_row_stochastic,
+    check_symmetric,
+    graph_adjacency,
+)
 from ..errors import InvalidInputError
 from ._config import NJIT_FLAGS, PARALLEL_FLAGS
 
@@ -159,21 +164,6 @@ def checked_matrices(
     if symmetric:
         check_symmetric(stack, name)
     return stack, single
-
-
-def available_memory() -> float:
-    """Bytes of memory available to a new allocation (Linux's MemAvailable; else free pages)."""
-    try:
-        with open("/proc/meminfo") as lines:
-            for line in lines:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024.0
-    except OSError:
-        pass
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return float("inf")
 
 
 def gib(n_bytes: float) -> str:
