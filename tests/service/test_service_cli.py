@@ -15,8 +15,8 @@ runner = CliRunner()
 def test_serve_help_lists_its_options():
     result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0
-    for option in ("--host", "--port", "--db", "--workers", "--token", "--max-body-mb",
-                   "--max-devices"):
+    for option in ("--host", "--port", "--db", "--workers", "--scheduler", "--token",
+                   "--max-body-mb", "--max-devices"):
         assert option in result.output
     assert [line for line in result.output.splitlines() if len(line) > 80] == []
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -98,3 +102,189 @@ def test_recovery_requeues_a_dead_servers_jobs_then_gives_up(tmp_path):
     assert store.recover() == {"requeued": 0, "failed": 1}
     failed = store.get(job.id)
     assert failed.status == "failed" and "2 times" in failed.error
+
+
+#: The jobs table as topokit serve created it before progress reports (schema version 0,
+#: ``PRAGMA user_version`` 0).  Frozen: it stands for stores already on disk, so it must
+#: never be edited to follow the code.
+VERSION_0_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    request TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    idempotency_key TEXT UNIQUE,
+    result TEXT,
+    error TEXT,
+    owner TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
+"""
+
+
+def _columns(path) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [row[1] for row in conn.execute("PRAGMA table_info(jobs)")]
+
+
+def _user_version(path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def test_progress_is_recorded_only_while_its_owner_runs_the_job(tmp_path):
+    store = JobStore(tmp_path / "jobs.sqlite")
+    job, _ = store.submit("design", {}, digest="d")
+    report = {"done": 1, "total": 3, "phase": "search"}
+    assert store.get(job.id).progress is None
+    assert not store.record_progress(job.id, "me", report)  # queued: nothing runs yet
+    store.claim("me")
+    assert not store.record_progress(job.id, "someone else", report)
+    assert store.get(job.id).progress is None
+    assert store.record_progress(job.id, "me", report)
+    assert store.get(job.id).progress == report
+    assert store.finish(job.id, "me", result="{}")  # no final report given: the last stays
+    assert store.get(job.id).progress == report
+    assert not store.record_progress(job.id, "me", {"done": 2, "total": 3, "phase": "search"})
+    assert store.get(job.id).progress == report
+    assert not store.record_progress("missing", "me", report)
+
+
+def test_the_final_report_replaces_a_throttled_one_and_a_new_run_starts_afresh(tmp_path):
+    store = JobStore(tmp_path / "jobs.sqlite")
+    job, _ = store.submit("design", {}, digest="d")
+    store.claim("me")
+    store.record_progress(job.id, "me", {"done": 1, "total": 3, "phase": "search"})
+    final = {"done": 3, "total": 3, "phase": "search"}
+    assert store.finish(job.id, "me", result="{}", progress=final)
+    assert store.get(job.id).progress == final
+    # A job of a killed server runs again from the start: its old report is gone.
+    dead = _dead_owner()
+    again, _ = store.submit("design", {"k": 1}, digest="e")
+    store.claim(dead)
+    store.record_progress(again.id, dead, {"done": 2, "total": 3, "phase": "search"})
+    assert store.recover() == {"requeued": 1, "failed": 0}
+    assert store.get(again.id).progress is None
+    store.record_progress(again.id, dead, {"done": 2, "total": 3, "phase": "search"})
+    assert store.claim("me").progress is None
+
+
+def test_a_version_0_store_gains_progress_and_keeps_its_jobs(tmp_path):
+    db = tmp_path / "jobs.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(VERSION_0_SCHEMA)
+        for job_id, status, result in (("q", "queued", None), ("r", "running", None),
+                                       ("d", "done", '{"x": 1}')):
+            conn.execute("INSERT INTO jobs (id, kind, status, request, request_digest, "
+                         "result, owner, attempts, created, updated) "
+                         "VALUES (?, 'design', ?, '{}', ?, ?, 'me', 1, 1.0, 1.0)",
+                         (job_id, status, job_id, result))
+    assert "progress" not in _columns(db) and _user_version(db) == 0
+    store = JobStore(db)
+    assert _columns(db)[-1] == "progress" and _user_version(db) == 1
+    assert store.get("d").result == {"x": 1} and store.get("d").progress is None
+    assert store.get("q").status == "queued"
+    report = {"done": 1, "total": 2, "phase": "search"}
+    assert store.record_progress("r", "me", report)
+    assert JobStore(db).get("r").progress == report  # opening again changes nothing
+    assert _columns(db).count("progress") == 1
+
+
+def test_old_stores_open_from_two_servers_at_once_and_new_ones_open_as_they_are(tmp_path):
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(old) as conn:
+        conn.executescript(VERSION_0_SCHEMA)
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            JobStore(old)
+        except BaseException as exc:  # a second ALTER TABLE would be "duplicate column"
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and _columns(old).count("progress") == 1
+    # A store this code wrote opens; a newer topokit's version number is kept.
+    new = tmp_path / "new.sqlite"
+    JobStore(new)
+    assert "progress" in _columns(new) and _user_version(new) == 1
+    with sqlite3.connect(new) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    JobStore(new).submit("design", {}, digest="d")
+    assert _user_version(new) == 7
+
+
+def test_progress_reports_are_throttled_and_a_short_job_sends_none():
+    from topokit.service.worker import ProgressThrottle
+
+    sent: list[dict] = []
+    short = ProgressThrottle(sent.append, "search", seconds=60)
+    for done in range(1, 101):
+        short(done, 100)
+    assert sent == []  # the worker records the final report when the job finishes
+    assert short.last == {"done": 100, "total": 100, "phase": "search"}
+
+    throttle = ProgressThrottle(sent.append, "search", seconds=0.5)
+    time.sleep(0.6)  # a job running longer than the throttle's interval
+    for done in range(1, 101):
+        throttle(done, 100)
+    # The first report once the interval has passed, then nothing until the phase completes.
+    assert [report["done"] for report in sent] == [1, 100]
+
+    def broken(report: dict) -> None:
+        raise OSError("disk full")
+
+    failing = ProgressThrottle(broken, "audit", seconds=0)
+    failing(1, 2)  # logged, not raised: a report never fails its job
+    assert failing.last == {"done": 1, "total": 2, "phase": "audit"}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux's /proc")
+def test_a_killed_server_not_yet_reaped_counts_as_dead(tmp_path):
+    """A SIGKILLed server is a zombie until its parent reaps it; its jobs are recovered."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # ended, and not waited for: a zombie
+            stat = open(f"/proc/{ended.pid}/stat").read()
+            if stat.rpartition(")")[2].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        store = JobStore(tmp_path / "jobs.sqlite")
+        job, _ = store.submit("design", {}, digest="d")
+        store.claim(f"{socket.gethostname()}:{ended.pid}")
+        assert store.recover() == {"requeued": 1, "failed": 0}
+        assert store.get(job.id).status == "queued"
+    finally:
+        ended.wait(10)
+
+
+def test_a_serving_pool_recovers_the_jobs_of_a_server_that_dies_later(tmp_path, toy_json):
+    """Recovery is not only at start: a server sharing the store may die at any time."""
+    from topokit.service.worker import WorkerPool
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    pool = WorkerPool(store, 1, recover_seconds=0.2)
+    pool.start()
+    try:
+        # Another server on the store took this job from the queue, then was killed.
+        request = json.dumps({"network": toy_json, "method": "autotag"})
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("INSERT INTO jobs (id, kind, status, request, request_digest, owner, "
+                         "attempts, created, updated) VALUES ('theirs', 'design', 'running', "
+                         "?, 'd', ?, 1, 1.0, 1.0)", (request, _dead_owner()))
+        deadline = time.monotonic() + 90
+        while store.get("theirs").status != "done" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        done = store.get("theirs")
+        assert done.status == "done" and done.attempts == 2, done.error
+    finally:
+        pool.stop()

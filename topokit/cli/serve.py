@@ -21,7 +21,11 @@ def serve_command(
         help="SQLite job store (created if absent; jobs survive restarts; several servers "
              "may share it)."),
     workers: int = typer.Option(
-        1, "--workers", help="Threads running design jobs (0: queue jobs, run none)."),
+        1, "--workers", help="Threads running design jobs (0: queue jobs, run none); with "
+                             "--scheduler, the most jobs on the cluster at once."),
+    scheduler: str = typer.Option(
+        None, "--scheduler",
+        help="Dask scheduler address (tcp://host:8786): run the jobs on that cluster."),
     token: str = typer.Option(
         None, "--token", envvar="TOPOKIT_SERVE_TOKEN",
         help="Require 'Authorization: Bearer TOKEN' on every request but /v1/health "
@@ -33,11 +37,13 @@ def serve_command(
 ) -> None:
     """Serve topology design over HTTP: POST /v1/designs, GET /v1/designs/ID, ...
 
-    Design jobs are kept in --db and run by --workers background threads; a job
-    left running by a killed server runs again when a server starts on the same
-    --db.  The API is described at /openapi.json.
+    Design jobs are kept in --db and run by --workers background threads (on a
+    Dask cluster with --scheduler); a job left running by a killed server runs
+    again when a server starts on the same --db.  The API is described at
+    /openapi.json.
     """
     from .._checks import check_int, check_real
+    from .._jobs import check_scheduler
 
     check_int(port, "--port", low=0, high=65535)
     check_int(workers, "--workers", low=0)
@@ -45,6 +51,7 @@ def serve_command(
     check_int(max_devices, "--max-devices", low=1)
     if token is not None and not token.strip():
         raise InvalidInputError("--token must not be empty")
+    scheduler = check_scheduler(scheduler)
     try:
         import uvicorn
 
@@ -53,5 +60,5 @@ def serve_command(
         raise InvalidInputError(f"topokit serve needs the serve extra ({exc.name} is missing): "
                                 'pip install "topokit[serve]"') from None
     app = create_app(db, token=token, max_body_bytes=int(max_body_mb * 1024 * 1024),
-                     max_devices=max_devices, workers=workers)
+                     max_devices=max_devices, workers=workers, scheduler=scheduler)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -4,10 +4,10 @@
 endpoint                       does
 =============================  ================================================
 ``POST /v1/designs``           queue a design (202; ``Idempotency-Key`` honoured)
-``GET /v1/designs/{id}``       its status, result (done) or error (failed)
+``GET /v1/designs/{id}``       its status, progress, result (done) or error (failed)
 ``DELETE /v1/designs/{id}``    cancel a queued design
 ``POST /v1/audits``            queue a privacy audit (as designs)
-``GET /v1/audits/{id}``        its status, result (done) or error (failed)
+``GET /v1/audits/{id}``        its status, progress, result (done) or error (failed)
 ``DELETE /v1/audits/{id}``     cancel a queued audit
 ``POST /v1/evaluations``       metrics of a topology (synchronous)
 ``GET /v1/health``             liveness and the queue's counts (no token needed)
@@ -76,10 +76,15 @@ def _job_path(kind: str, job_id: str) -> str:
 
 
 def _job_view(job: Job) -> dict[str, Any]:
-    """The JSON of a job: id, status, links, and its result or error when it has one."""
+    """The JSON of a job: id, status, links, progress, and its result or error when it has one.
+
+    ``progress`` is the last report of the job's run (``{"done", "total", "phase"}``;
+    for a done job the final one), or None while none is known (queued, just
+    started, or a kind of job that reports none).
+    """
     view: dict[str, Any] = {"id": job.id, "status": job.status,
                             "links": {"self": _job_path(job.kind, job.id)},
-                            "attempts": job.attempts}
+                            "attempts": job.attempts, "progress": job.progress}
     if job.status == "done":
         view["result"] = job.result
     if job.status == "failed":
@@ -130,7 +135,8 @@ def _install_auth(app: FastAPI, token: str | None) -> None:
 
 def create_app(db_path: str | Path, *, token: str | None = None,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               max_devices: int | None = DEFAULT_MAX_DEVICES, workers: int = 1) -> FastAPI:
+               max_devices: int | None = DEFAULT_MAX_DEVICES, workers: int = 1,
+               scheduler: str | None = None) -> FastAPI:
     """The ASGI app of ``topokit serve``, its jobs kept in the SQLite file ``db_path``.
 
     Parameters
@@ -146,9 +152,30 @@ def create_app(db_path: str | Path, *, token: str | None = None,
         Networks with more devices are refused with 422 (None: no limit).
     workers : int, default 1
         Threads running design and audit jobs; 0 only queues them.
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``): each job's
+        computation runs on that cluster, ``workers`` of them at a time; the
+        store, its queue and its recovery stay in this server.
+
+    Raises
+    ------
+    InvalidInputError
+        ``scheduler`` cannot be reached or is not a Dask scheduler (before
+        the store is opened).
     """
-    store = JobStore(db_path)
-    pool = WorkerPool(store, workers)
+    client = None
+    if scheduler is not None:
+        from .._jobs import _dask_client, check_scheduler
+
+        # Refused now, in one line, rather than by every job later.
+        client = _dask_client(check_scheduler(scheduler))
+    try:
+        store = JobStore(db_path)
+    except BaseException:
+        if client is not None:
+            client.close()
+        raise
+    pool = WorkerPool(store, workers, client=client)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -251,8 +278,10 @@ def _add_routes(app: FastAPI, store: JobStore, pool: WorkerPool, *, max_body_byt
 
     @app.get("/v1/health")
     def health() -> dict[str, Any]:
-        """Liveness, the number of workers and the jobs by status."""
-        return {"status": "ok", "workers": pool.workers, "jobs": store.counts()}
+        """Liveness, the number of workers, the Dask scheduler's address and whether it is
+        connected (both null without one), and the jobs by status."""
+        return {"status": "ok", "workers": pool.workers, "scheduler": pool.scheduler,
+                "scheduler_connected": pool.scheduler_connected, "jobs": store.counts()}
 
     @app.get("/v1/version")
     def version() -> dict[str, Any]:

@@ -10,7 +10,13 @@ host has died (a killed server), or fails them with a reason once they have
 been tried ``max_attempts`` times, so that no job stays ``running`` forever.
 Every job has a ``kind`` (``"design"`` or ``"audit"``); :meth:`JobStore.get`
 and :meth:`JobStore.cancel` given a kind never see a job of another, and the
-queue, its claims and its recovery treat every kind alike.
+queue, its claims and its recovery treat every kind alike.  A running job's
+owner may record its ``progress`` (:meth:`JobStore.record_progress`); a job
+keeps its last report when it ends.
+
+Every store a version of topokit has written opens: a file opened by this code
+gains the columns added since it was created (:data:`ADDED_COLUMNS`) in one
+transaction, and its ``PRAGMA user_version`` becomes :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Job", "JobStore", "IdempotencyConflict", "STATUSES", "FINAL_STATUSES"]
+__all__ = ["Job", "JobStore", "IdempotencyConflict", "STATUSES", "FINAL_STATUSES",
+           "SCHEMA_VERSION", "ADDED_COLUMNS"]
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINAL_STATUSES = ("done", "failed", "cancelled")
@@ -45,10 +52,21 @@ CREATE TABLE IF NOT EXISTS jobs (
     owner TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    progress TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
 """
+
+#: The columns added to the jobs table since its first version, oldest first: name and
+#: declaration.  Each is nullable, so that ``ALTER TABLE ... ADD COLUMN`` gives old rows
+#: a value (NULL: unknown) and older servers, which never name it, keep working on the file.
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("progress", "TEXT"),  # version 1: the last progress report of a job, JSON
+)
+#: ``PRAGMA user_version`` of a store with every column of :data:`ADDED_COLUMNS`
+#: (0: the first version, or one written before the store kept a version).
+SCHEMA_VERSION = len(ADDED_COLUMNS)
 
 #: A condition on the kind of a job, bound to (kind, kind): any kind when kind is None.
 _KIND_IS = "(? IS NULL OR kind = ?)"
@@ -76,6 +94,8 @@ class Job:
     attempts: int
     created: float
     updated: float
+    #: The last progress report of the job's owner (``{"done", "total", "phase"}``), or None.
+    progress: dict[str, Any] | None = None
 
     @classmethod
     def _of(cls, row: sqlite3.Row) -> Job:
@@ -83,7 +103,8 @@ class Job:
                    request=json.loads(row["request"]),
                    result=None if row["result"] is None else json.loads(row["result"]),
                    error=row["error"], attempts=row["attempts"], created=row["created"],
-                   updated=row["updated"])
+                   updated=row["updated"],
+                   progress=None if row["progress"] is None else json.loads(row["progress"]))
 
 
 def this_owner() -> str:
@@ -104,7 +125,46 @@ def _owner_dead(owner: str | None) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _is_zombie(int(pid))
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether process ``pid`` has ended but not been reaped (Linux; False where unknown).
+
+    A killed server stays a zombie until its parent reaps it, and ``kill(pid, 0)``
+    still finds it; a parent that never reaps (a detached server under a
+    container's init) would keep its jobs ``running`` for good.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "pid (command) state ...": the command may hold spaces and parentheses.
+    fields = stat.rpartition(")")[2].split()
+    return bool(fields) and fields[0] in ("Z", "X")
+
+
+#: Seconds to keep trying to switch a store to WAL while another server holds it.
+_WAL_SECONDS = 30.0
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the store in WAL mode (readers never wait for the writer).
+
+    Switching needs the file to itself, and SQLite answers "database is locked"
+    at once, without its busy timeout, when another connection has it open in
+    the meantime (two servers starting on a new store, or on one that is not yet
+    WAL); so the switch is tried again for up to :data:`_WAL_SECONDS`.
+    """
+    deadline = time.monotonic() + _WAL_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class JobStore:
@@ -124,10 +184,27 @@ class JobStore:
         self.max_attempts = max_attempts
         conn = self._connect()
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.executescript(_SCHEMA)
         finally:
             conn.close()
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns of :data:`ADDED_COLUMNS` that the jobs table lacks.
+
+        Inside ``BEGIN IMMEDIATE``, so that two servers opening one old store
+        at once do not both add a column (the second finds it there).
+        """
+        with self._transaction() as db:
+            present = {row["name"] for row in db.execute("PRAGMA table_info(jobs)")}
+            for name, declaration in ADDED_COLUMNS:
+                if name not in present:
+                    db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {declaration}")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            # A store a newer topokit wrote keeps its version: its columns are still there.
+            if version < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -192,9 +269,10 @@ class JobStore:
                              "ORDER BY created LIMIT 1").fetchone()
             if row is None:
                 return None
+            # A job re-queued from a dead server starts its progress again.
             claimed = db.execute(
                 "UPDATE jobs SET status = 'running', owner = ?, attempts = attempts + 1, "
-                "updated = ? WHERE id = ? AND status = 'queued'",
+                "progress = NULL, updated = ? WHERE id = ? AND status = 'queued'",
                 (owner, time.time(), row["id"])).rowcount
             if claimed != 1:
                 return None
@@ -202,17 +280,36 @@ class JobStore:
         return Job._of(row)
 
     def finish(self, job_id: str, owner: str, *, result: Any = None,
-               error: str | None = None) -> bool:
+               error: str | None = None, progress: dict[str, Any] | None = None) -> bool:
         """Record a running job's ``result`` (done) or ``error`` (failed) in one transaction.
 
-        ``result`` is JSON text.  Returns False if ``owner`` no longer holds the job.
+        ``result`` is JSON text.  ``progress``, when given, replaces the job's last
+        progress report (the final one, which throttled reports may have skipped);
+        None keeps the last one recorded.  Returns False if ``owner`` no longer
+        holds the job.
         """
         status = "failed" if error is not None else "done"
+        report = None if progress is None else json.dumps(progress)
         with self._transaction() as db:
             changed = db.execute(
-                "UPDATE jobs SET status = ?, result = ?, error = ?, updated = ? "
+                "UPDATE jobs SET status = ?, result = ?, error = ?, "
+                "progress = COALESCE(?, progress), updated = ? "
                 "WHERE id = ? AND status = 'running' AND owner = ?",
-                (status, result, error, time.time(), job_id, owner)).rowcount
+                (status, result, error, report, time.time(), job_id, owner)).rowcount
+        return changed == 1
+
+    def record_progress(self, job_id: str, owner: str, progress: dict[str, Any]) -> bool:
+        """Record ``progress`` (a JSON object) as the last report of a running job.
+
+        Only while the job runs and ``owner`` holds it: a report that arrives
+        after the job ended, or from a server it was taken from, changes
+        nothing.  Returns whether it was recorded.
+        """
+        with self._transaction() as db:
+            changed = db.execute(
+                "UPDATE jobs SET progress = ?, updated = ? "
+                "WHERE id = ? AND status = 'running' AND owner = ?",
+                (json.dumps(progress), time.time(), job_id, owner)).rowcount
         return changed == 1
 
     def cancel(self, job_id: str, kind: str | None = None) -> Job | None:
@@ -248,8 +345,9 @@ class JobStore:
                          "not trying again", time.time(), row["id"]))
                     counts["failed"] += 1
                 else:
-                    db.execute("UPDATE jobs SET status = 'queued', owner = NULL, updated = ? "
-                               "WHERE id = ? AND status = 'running'", (time.time(), row["id"]))
+                    db.execute("UPDATE jobs SET status = 'queued', owner = NULL, "
+                               "progress = NULL, updated = ? WHERE id = ? AND status = 'running'",
+                               (time.time(), row["id"]))
                     counts["requeued"] += 1
         return counts
 

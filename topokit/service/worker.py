@@ -5,12 +5,25 @@ request's options, and its result is the JSON ``topokit design -o`` writes; an
 audit job runs :func:`topokit.privacy_audit`, and its result is the JSON
 ``topokit audit --json`` prints.  A result is recorded in one transaction with
 the job's new status.
+
+A running job reports its progress, ``{"done", "total", "phase"}``: an
+optimize design after each search (phase ``"search"``), an audit after each
+observer (phase ``"audit"``); autotag reports none.  Reports are throttled
+(:class:`ProgressThrottle`) before they reach the store.
+
+With a Dask client (``topokit serve --scheduler``), each worker thread still
+claims and finishes its jobs in the store, but the computation
+(:func:`run_job`) runs on the cluster (:func:`run_job_on_worker`); its
+progress comes back as Dask events on the topic :data:`PROGRESS_TOPIC`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .._io import dumps_json
@@ -18,16 +31,82 @@ from ..errors import TopokitError
 from .schema import JOB_PARSERS, AuditRequest, DesignRequest, RequestError
 from .store import JobStore, this_owner
 
-__all__ = ["WorkerPool", "design_payload", "audit_payload", "run_job"]
+__all__ = ["WorkerPool", "design_payload", "audit_payload", "run_job", "run_job_on_worker",
+           "ProgressThrottle", "PROGRESS_SECONDS", "PROGRESS_TOPIC"]
 
 logger = logging.getLogger("topokit.service")
 
 #: Seconds an idle worker waits before looking at the queue again (a submit wakes it sooner).
 POLL_SECONDS = 0.5
+#: Least seconds between two progress reports of one job that reach the store (or the Dask
+#: scheduler): a design may report many times a second, and each report is a write.
+PROGRESS_SECONDS = 0.25
+#: The Dask event topic that jobs run on a cluster send their progress reports on.
+PROGRESS_TOPIC = "topokit-serve-progress"
+#: Seconds a worker thread waits on a Dask job before looking for its progress again.
+DASK_POLL_SECONDS = 0.2
+#: Least seconds between two tries to connect again to a Dask scheduler that was lost.
+RECONNECT_SECONDS = 5.0
+#: Seconds between two looks for the running jobs of dead servers while serving (the
+#: first is at start): a server on the same store may die while this one runs.
+RECOVER_SECONDS = 30.0
+
+#: ``progress(done, total)``, as :func:`topokit.optimize` and :func:`topokit.privacy_audit`
+#: call it.
+Progress = Callable[[int, int], Any]
 
 
-def design_payload(request: DesignRequest) -> dict[str, Any]:
-    """The design of ``request``, as the JSON ``topokit design -o`` writes."""
+class ProgressThrottle:
+    """A ``progress(done, total)`` callback that passes at most one report per ``seconds``.
+
+    Each call makes the report ``{"done", "total", "phase"}`` and keeps it as
+    :attr:`last`.  It goes to ``sink`` once ``seconds`` have passed since the
+    last one sent (or, for the first, since the throttle was made: the job's
+    start), or when it completes the phase of a job that has sent one already.
+    A job shorter than ``seconds`` sends none, and costs the store no write: the
+    worker records :attr:`last`, the final report, when the job finishes.
+
+    Parameters
+    ----------
+    sink : callable
+        ``sink(report)``; an exception it raises is logged, not raised: a report
+        is advice, and a busy store must not fail the job.
+    phase : str
+        The ``"phase"`` of every report.
+    seconds : float, default PROGRESS_SECONDS
+    """
+
+    def __init__(self, sink: Callable[[dict[str, Any]], Any], phase: str, *,
+                 seconds: float = PROGRESS_SECONDS):
+        self.sink = sink
+        self.phase = phase
+        self.seconds = seconds
+        #: The last report made, sent or not (None before the first call).
+        self.last: dict[str, Any] | None = None
+        self._started = time.monotonic()
+        self._sent_at: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        self.last = {"done": int(done), "total": int(total), "phase": self.phase}
+        now = time.monotonic()
+        due = now - (self._started if self._sent_at is None else self._sent_at) >= self.seconds
+        # A client that saw 2 of 3 sees 3 of 3 at once, not only when the job ends.
+        completes = done >= total and self._sent_at is not None
+        if not (due or completes):
+            return
+        self._sent_at = now
+        try:
+            self.sink(self.last)
+        except Exception:
+            logger.warning("could not record a progress report", exc_info=True)
+
+
+def design_payload(request: DesignRequest, progress: Progress | None = None) -> dict[str, Any]:
+    """The design of ``request``, as the JSON ``topokit design -o`` writes.
+
+    ``progress(done, total)`` is called after each search of an optimize design
+    (:func:`topokit.optimize`'s ``progress``); autotag does not call it.
+    """
     from ..design import autotag, optimize_with_references
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
     from ..design.metrics import DEFAULT_AUDIT_ROUNDS
@@ -46,7 +125,8 @@ def design_payload(request: DesignRequest) -> dict[str, Any]:
         chosen, references = optimize_with_references(
             net, predictor=request.predictor, seed=request.seed,
             max_stranger_mu=request.max_stranger_mu, audit_rounds=audit.rounds,
-            audit_model=audit.model, mixing=request.mixing, workload=workload)
+            audit_model=audit.model, mixing=request.mixing, workload=workload,
+            progress=progress)
         labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
         topologies = {"optimize": chosen.topology,
                       **{labels[name]: topology for name, topology in references.items()}}
@@ -56,34 +136,67 @@ def design_payload(request: DesignRequest) -> dict[str, Any]:
             "baselines": columns, "stranger_audit": audit.settings()}
 
 
-def audit_payload(request: AuditRequest) -> dict[str, Any]:
-    """The privacy audit of ``request``, as the JSON ``topokit audit --json`` prints."""
+def audit_payload(request: AuditRequest, progress: Progress | None = None) -> dict[str, Any]:
+    """The privacy audit of ``request``, as the JSON ``topokit audit --json`` prints.
+
+    ``progress(done, total)`` is called after each observer
+    (:func:`topokit.privacy_audit`'s ``progress``).
+    """
     from ..audit.core import privacy_audit
 
     # Absent, the library's default noise applies, as with topokit audit.
     noise = ({} if request.noise_multiplier is None
              else {"noise_multiplier": request.noise_multiplier})
     audit = privacy_audit(request.net, request.topology, rounds=request.rounds,
-                          delta=request.delta, model=request.model, **noise)
+                          delta=request.delta, model=request.model, progress=progress,
+                          **noise)
     return {"network": request.net.name, "topology_source": request.topology_source,
             **audit.to_dict()}
 
 
 #: What each kind of job computes from its parsed request.
 _PAYLOADS = {"design": design_payload, "audit": audit_payload}
+#: The keys of a progress report.
+_REPORT_KEYS = ("done", "total", "phase")
+#: The ``"phase"`` of each kind's progress reports.
+_PHASES = {"design": "search", "audit": "audit"}
 
 
-def run_job(kind: str, request: dict[str, Any]) -> tuple[str | None, str | None]:
-    """Run one job; return its result as JSON text, or its error as one line."""
+def run_job(kind: str, request: dict[str, Any],
+            progress: Progress | None = None) -> tuple[str | None, str | None]:
+    """Run one job; return its result as JSON text, or its error as one line.
+
+    ``progress(done, total)``, when given, is called as the job's library call
+    calls it (see :func:`design_payload`, :func:`audit_payload`).
+    """
     if kind not in _PAYLOADS:
         return None, f"unknown job kind {kind!r}"
     try:
-        return dumps_json(_PAYLOADS[kind](JOB_PARSERS[kind](request))), None
+        return dumps_json(_PAYLOADS[kind](JOB_PARSERS[kind](request), progress)), None
     except (TopokitError, RequestError) as exc:
         return None, " ".join(str(exc).split())
     except Exception as exc:  # a bug: the job fails, the worker keeps serving
         logger.exception("%s job failed", kind)
         return None, f"internal error ({type(exc).__name__}); see the server log"
+
+
+def run_job_on_worker(job_id: str, kind: str, request: dict[str, Any]
+                      ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+    """:func:`run_job` as a task on a Dask worker: its result, error and last progress report.
+
+    Progress reports (throttled) go out as Dask events on :data:`PROGRESS_TOPIC`,
+    ``{"job": job_id, "done", "total", "phase"}``, which the server that
+    submitted the job records; the last report comes back with the result, so
+    that a done job's final progress never depends on an event's delivery.
+    """
+    from distributed import get_worker
+
+    worker = get_worker()
+    throttle = ProgressThrottle(
+        lambda report: worker.log_event(PROGRESS_TOPIC, {"job": job_id, **report}),
+        _PHASES.get(kind, kind))
+    result, error = run_job(kind, request, throttle)
+    return result, error, throttle.last
 
 
 class WorkerPool:
@@ -93,23 +206,48 @@ class WorkerPool:
     ----------
     store : JobStore
     workers : int
-        Threads; 0 runs no job (the server only queues them).
+        Threads; 0 runs no job (the server only queues them).  With ``client``,
+        the most jobs this server has on the cluster at once.
+    client : distributed.Client, optional
+        Run each job's computation on this Dask cluster; the threads claim,
+        wait and record as without it.  Closed by :meth:`stop`.
+    recover_seconds : float, default RECOVER_SECONDS
+        Seconds between two looks for the running jobs of dead servers.
     """
 
-    def __init__(self, store: JobStore, workers: int = 1):
+    def __init__(self, store: JobStore, workers: int = 1, *, client: Any = None,
+                 recover_seconds: float = RECOVER_SECONDS):
         self.store = store
         self.workers = workers
+        self.client = client
+        self.recover_seconds = recover_seconds
+        #: The address of the Dask scheduler the jobs run on, or None (in this process).
+        self.scheduler: str | None = None if client is None else client.scheduler.address
         self.owner = this_owner()
+        # Replacing a client that Dask closed is done by one thread at a time, at most once
+        # per RECONNECT_SECONDS.
+        self._client_lock = threading.Lock()
+        self._next_connect = 0.0
+        self._recover_lock = threading.Lock()
+        self._next_recover = 0.0
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        # Job id -> its newest progress report from the cluster, for the jobs this server
+        # waits on (other servers on one cluster get events of theirs too: they are dropped).
+        self._reports: dict[str, dict[str, Any] | None] = {}
+        self._reports_lock = threading.Lock()
+
+    @property
+    def scheduler_connected(self) -> bool | None:
+        """Whether the Dask client is connected to its scheduler (None without one)."""
+        return None if self.client is None else self.client.status == "running"
 
     def start(self) -> None:
         """Re-queue the jobs of dead servers, then start the threads."""
-        recovered = self.store.recover()
-        if any(recovered.values()):
-            logger.warning("jobs of a stopped server: %(requeued)d re-queued, "
-                           "%(failed)d failed", recovered)
+        self._recover()
+        if self.client is not None:
+            self.client.subscribe_topic(PROGRESS_TOPIC, self._on_progress_event)
         for k in range(self.workers):
             thread = threading.Thread(target=self._loop, name=f"topokit-worker-{k}",
                                       daemon=True)
@@ -129,9 +267,34 @@ class WorkerPool:
         self._wake.set()
         for thread in self._threads:
             thread.join(timeout)
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:  # a cluster already gone: nothing left to close
+                logger.warning("could not close the Dask client", exc_info=True)
+
+    def _recover(self) -> None:
+        """Re-queue (or fail) the running jobs of dead servers, at most once per
+        ``recover_seconds`` whichever thread asks."""
+        with self._recover_lock:
+            if time.monotonic() < self._next_recover:
+                return
+            self._next_recover = time.monotonic() + self.recover_seconds
+            recovered = self.store.recover()
+        if any(recovered.values()):
+            logger.warning("jobs of a stopped server: %(requeued)d re-queued, "
+                           "%(failed)d failed", recovered)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            try:
+                self._recover()
+            except Exception:  # a busy store: the next look comes soon enough
+                logger.exception("could not look for the jobs of stopped servers")
+            if self.client is not None and not self._cluster_ready():
+                # No cluster to run on: the jobs wait in the queue rather than fail.
+                self._stop.wait(POLL_SECONDS)
+                continue
             try:
                 job = self.store.claim(self.owner)
             except Exception:
@@ -142,7 +305,106 @@ class WorkerPool:
                 self._wake.clear()
                 continue
             logger.info("running %s job %s", job.kind, job.id)
-            result, error = run_job(job.kind, job.request)
-            if not self.store.finish(job.id, self.owner, result=result, error=error):
+            if self.client is None:
+                ended = self._run_here(job.id, job.kind, job.request)
+            else:
+                ended = self._run_on_cluster(job.id, job.kind, job.request)
+            if ended is None:  # stopping: the next server on this store runs the job again
+                return
+            result, error, progress = ended
+            if not self.store.finish(job.id, self.owner, result=result, error=error,
+                                     progress=progress):
                 logger.warning("job %s was taken from this server before it finished", job.id)
+
+    def _cluster_ready(self) -> bool:
+        """Whether the Dask client is connected, after replacing it if Dask has closed it.
+
+        Dask cancels the running tasks of a client that loses its scheduler and
+        closes the client if the scheduler is not back within its timeout; a new
+        client is then made when the scheduler answers again, so that a server
+        outlives a restart of its cluster.
+        """
+        with self._client_lock:
+            status = self.client.status
+            if status == "running":
+                return True
+            if status not in ("closed", "closing") or time.monotonic() < self._next_connect:
+                return False  # Dask is still connecting, or a try was made a moment ago
+            self._next_connect = time.monotonic() + RECONNECT_SECONDS
+            from .._jobs import _dask_client
+
+            try:
+                client = _dask_client(self.scheduler)
+            except TopokitError as exc:
+                logger.warning("%s; the jobs wait in the queue", exc)
+                return False
+            client.subscribe_topic(PROGRESS_TOPIC, self._on_progress_event)
+            self.client = client
+            logger.warning("connected again to the Dask scheduler at %s", self.scheduler)
+            return True
+
+    def _record(self, job_id: str) -> Callable[[dict[str, Any]], bool]:
+        """A sink that records a progress report of job ``job_id`` in the store."""
+        return lambda report: self.store.record_progress(job_id, self.owner, report)
+
+    def _record_quietly(self, job_id: str, report: dict[str, Any]) -> None:
+        """Record a report from the cluster; a failure is logged (a report is advice: a
+        busy store must not fail the job)."""
+        try:
+            self.store.record_progress(job_id, self.owner, report)
+        except Exception:
+            logger.warning("could not record a progress report", exc_info=True)
+
+    def _run_here(self, job_id: str, kind: str, request: dict[str, Any]
+                  ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+        """Run a job in this thread: its result, error and last progress report."""
+        throttle = ProgressThrottle(self._record(job_id), _PHASES.get(kind, kind))
+        result, error = run_job(kind, request, throttle)
+        return result, error, throttle.last
+
+    def _on_progress_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        """Keep a cluster's progress report of a job this server waits on (Dask's loop runs
+        this: it only stores the report; the job's thread writes it)."""
+        _, message = event
+        job_id = message.get("job") if isinstance(message, dict) else None
+        with self._reports_lock:
+            if job_id in self._reports:
+                # Dask adds its own keys (the worker's address): a report keeps only its own.
+                self._reports[job_id] = {key: message[key] for key in _REPORT_KEYS
+                                         if key in message}
+
+    def _run_on_cluster(self, job_id: str, kind: str, request: dict[str, Any]
+                        ) -> tuple[str | None, str | None, dict[str, Any] | None] | None:
+        """Run a job on the Dask cluster and wait, recording its progress as it comes.
+
+        None if the server stops first (the job stays ``running`` and is recovered
+        by the next server on the store).
+        """
+        with self._reports_lock:
+            self._reports[job_id] = None
+        try:
+            # A key of its own for every attempt: a task of a killed server's attempt that
+            # the scheduler still holds is never taken for this one.  The job id in it names
+            # the task on Dask's dashboard.
+            future = self.client.submit(run_job_on_worker, job_id, kind, request,
+                                        key=f"topokit-{kind}-{job_id}-{uuid.uuid4().hex[:8]}")
+            while not future.done():
+                if self._stop.wait(DASK_POLL_SECONDS):
+                    future.cancel()
+                    return None
+                with self._reports_lock:
+                    report, self._reports[job_id] = self._reports[job_id], None
+                if report is not None:
+                    self._record_quietly(job_id, report)
+            return future.result()
+        except Exception as exc:  # distributed's FutureCancelledError is one too
+            # The cluster lost the task (a worker died, the scheduler went away): the job
+            # fails with the reason, and the server keeps serving.
+            logger.warning("Dask could not run job %s", job_id, exc_info=True)
+            reason = " ".join(str(exc).split()) or "no reason given"
+            return None, (f"the Dask cluster could not run this job ({type(exc).__name__}: "
+                          f"{reason})"), None
+        finally:
+            with self._reports_lock:
+                self._reports.pop(job_id, None)
 
