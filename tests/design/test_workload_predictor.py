@@ -124,6 +124,7 @@ def test_the_shipped_workload_predictor_covers_a_range_of_budgets():
     assert workload_outside(model, Workload(epsilon=0.5, target=0.92)) == ()
     assert workload_outside(model, Workload(epsilon=4, target=0.85)) == ()
     assert shipped_predictor_for(Workload(epsilon=0.5)) == "workload"
+    # The MLP keeps its own predictor: one fitted on both models designed slower for it.
     assert shipped_predictor_for(Workload(model="mlp")) == "mlp"
     assert shipped_predictor_for(None) == "default"
 
