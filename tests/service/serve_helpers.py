@@ -22,6 +22,27 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 START_SECONDS = 30
 JOB_SECONDS = 90  # the first design of a fresh server may compile its Numba kernels
 
+#: The jobs table as topokit serve created it before audit jobs and progress reports (schema
+#: version 0, ``PRAGMA user_version`` 0).  Frozen: it stands for stores already on disk, so it must
+#: never be edited to follow the code.
+VERSION_0_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    request TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    idempotency_key TEXT UNIQUE,
+    result TEXT,
+    error TEXT,
+    owner TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
+"""
+
 
 class Server:
     """A ``topokit serve`` process and a client for it; :meth:`kill` ends it."""

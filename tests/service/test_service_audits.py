@@ -8,30 +8,18 @@ import sqlite3
 import time
 
 import pytest
-from serve_helpers import AUTH, assert_one_line_error, dead_owner, wait_ended
+from serve_helpers import (
+    AUTH,
+    VERSION_0_SCHEMA,
+    assert_one_line_error,
+    dead_owner,
+    wait_ended,
+)
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-#: The jobs table as topokit serve created it before audit jobs existed.
-PREVIOUS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
-    request TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    idempotency_key TEXT UNIQUE,
-    result TEXT,
-    error TEXT,
-    owner TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
-"""
 
 
 def _as_json(value):
@@ -225,7 +213,7 @@ def test_a_store_from_before_audits_keeps_its_designs(tmp_path):
 
     db = tmp_path / "jobs.sqlite"
     with sqlite3.connect(db) as conn:
-        conn.executescript(PREVIOUS_SCHEMA)
+        conn.executescript(VERSION_0_SCHEMA)
         conn.execute("INSERT INTO jobs (id, kind, status, request, request_digest, "
                      "idempotency_key, created, updated) VALUES ('old', 'design', 'queued', "
                      "'{}', 'd', 'k', 1.0, 1.0)")

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from serve_helpers import VERSION_0_SCHEMA
 
 from topokit.service.store import IdempotencyConflict, JobStore, this_owner
 
@@ -104,26 +105,6 @@ def test_recovery_requeues_a_dead_servers_jobs_then_gives_up(tmp_path):
     assert failed.status == "failed" and "2 times" in failed.error
 
 
-#: The jobs table as topokit serve created it before progress reports (schema version 0,
-#: ``PRAGMA user_version`` 0).  Frozen: it stands for stores already on disk, so it must
-#: never be edited to follow the code.
-VERSION_0_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
-    request TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    idempotency_key TEXT UNIQUE,
-    result TEXT,
-    error TEXT,
-    owner TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
-"""
 
 
 def _columns(path) -> list[str]:
