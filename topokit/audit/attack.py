@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from threadpoolctl import threadpool_limits
 
+from .._blas import one_blas_thread
 from .._checks import brief, check_fits_in_memory, check_int
 from ..errors import InvalidInputError, NodeNotFoundError
 from ..network.core import Network, Topology
@@ -277,7 +277,7 @@ def reconstruction_attack(
     weights = np.asarray(topology.mixing_matrix(net.nodes), dtype=float)
     # BLAS on one thread, as in the audit: the matrices are small, a thread pool only
     # slows them down on a busy machine.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _attack(net, k, observer, weights, heard, noise, s, rng, rounds,
                        bool(observer_knows_own_noise))
 

@@ -548,13 +548,14 @@ def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
     comes from the observers (``threads``).
     """
     import joblib
-    from threadpoolctl import threadpool_limits
+
+    from .._blas import one_blas_thread
 
     def one(k: int) -> tuple[int, tuple[NDArray, NDArray]]:
         return k, kernels.observer_bounds(problem, k)
 
     columns: dict[int, tuple[NDArray, NDArray]] = {}
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         results = map(one, observers) if threads == 1 else joblib.Parallel(
             n_jobs=threads, prefer="threads", return_as="generator_unordered")(
             joblib.delayed(one)(k) for k in observers)

@@ -496,7 +496,7 @@ def _run_all_budgets(problem: _Problem, coefficients: _Coefficients, patience: i
                      workers: int, progress: Callable[[int, int], Any] | None,
                      prune_every: int = 0) -> list[_BudgetResult]:
     """The result of every budget 0..|V|, each run once or copied from a run that covers it."""
-    from threadpoolctl import threadpool_limits
+    from .._blas import one_blas_thread
 
     V = problem.n_dev
     table = _BudgetTable(V + 1, progress)
@@ -506,7 +506,7 @@ def _run_all_budgets(problem: _Problem, coefficients: _Coefficients, patience: i
 
     # One BLAS thread per worker: the kernels' small GEMMs and inverses gain nothing from
     # more, and on a loaded machine multi-threaded BLAS on small matrices can be 10x slower.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if workers == 1 or V < 8:
             for n in _budget_order(V):
                 if not table.has(n):

@@ -736,12 +736,12 @@ def optimize_with_references(net: Network, **options: Any) -> tuple[Design, dict
     (``topokit design``) without building them twice.  ``options`` are
     :func:`optimize`'s keywords (:class:`OptimizeOptions`).
     """
-    from threadpoolctl import threadpool_limits
+    from .._blas import one_blas_thread
 
     checked = OptimizeOptions.of(options)
     # The search factorises thousands of small matrices: multithreaded BLAS only adds
     # overhead there (and contention with the searches' own threads).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _optimize(net, checked)
 
 

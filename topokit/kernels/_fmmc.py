@@ -70,8 +70,8 @@ import scipy.sparse as sp
 from numba import njit
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
-from threadpoolctl import threadpool_limits
 
+from .._blas import one_blas_thread
 from .._checks import check_choice, check_int, check_positive
 from .._random import SeedLike, check_random_state
 from ..errors import DisconnectedGraphError, TopokitError
@@ -720,7 +720,7 @@ def fastest_mixing_weights(
         return FastestMixing(np.ones((1, 1)), 0.0, 0.0, resolved, 0, True)
     # BLAS on one thread: the matrices are small or the products thin, and spinning threads
     # slow everything on a shared machine (eigh of 32 x 32: 0.15 ms on one, 12 ms on two).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if resolved == "sdp":
             solved = _solve_sdp(links, tol, max_iter)
         else:

@@ -22,8 +22,8 @@ from numba import njit
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
-from threadpoolctl import threadpool_limits
 
+from .._blas import one_blas_thread
 from .._checks import as_matrix_stack, check_symmetric
 from ..errors import InvalidInputError, TopokitError
 from ._config import NJIT_FLAGS
@@ -178,7 +178,7 @@ def slowest_mode(walk: SparseWalk, *, tol: float = 0.0, max_iter: int | None = N
     operator = LinearOperator((n, n), matvec=product, dtype=np.float64)
     start = np.random.default_rng(LANCZOS_SEED).standard_normal(n)
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             values, vectors = eigsh(operator, k=1, which="LA", tol=tol, v0=start,
                                     ncv=min(n - 1, LANCZOS_VECTORS), maxiter=max_iter)
     except (ArpackNoConvergence, ArpackError) as error:

@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from threadpoolctl import threadpool_limits
 
+from .._blas import one_blas_thread
 from .._checks import check_int_at_least, check_nonnegative, check_real
 from .._random import SeedLike, spawn_generators
 from ..errors import InvalidInputError, NotAFormalGuaranteeWarning
@@ -448,7 +448,7 @@ def train(
     )
     # One BLAS thread: the products of a round are small, threads only contend (measured 20-100x
     # slower on a loaded 2-core machine); parallelise over runs instead (joblib).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         course = run_rounds(plan, rngs, progress)
     return _assemble_run(net, topology, plan, course, config, started)
 
