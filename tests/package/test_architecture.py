@@ -46,7 +46,7 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter():
 # privacy audit and the training core <- design <- validation (design x training);
 # gfl and learn stand beside them; plotting, the HTTP service, cli and the reference twins on
 # top.
-SHARED = {"errors", "_checks", "_io", "_random", "_compat", "_version", "_jobs"}
+SHARED = {"errors", "_checks", "_io", "_random", "_compat", "_version", "_jobs", "_blas"}
 _BASE = SHARED | {"kernels", "dp"}
 ALLOWED = {
     "shared": SHARED,
