@@ -582,23 +582,29 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         with np.errstate(invalid="ignore"):
             return (self._transform(X) - self.mean_) / self.scale_
 
-    def _reach_probability(self, Z: NDArray) -> NDArray[np.float64]:
+    def _columns(self, Z: NDArray) -> tuple[NDArray, NDArray]:
+        """Which rows are finite, and the models' columns of every row (a row with an
+        infinite feature as zeros: its prediction is replaced anyway)."""
+        finite = np.all(np.isfinite(Z), axis=1)
+        return finite, self._model_matrix(np.where(finite[:, None], Z, 0.0))
+
+    def _reach_of(self, finite: NDArray, columns: NDArray) -> NDArray[np.float64]:
         from scipy.special import expit
 
-        finite = np.all(np.isfinite(Z), axis=1)
-        logit = self.reach_intercept_ - self._model_matrix(np.where(finite[:, None], Z, 0.0)) \
-            @ self.reach_coef_
-        return np.where(finite, expit(logit), 0.0)
+        return np.where(finite, expit(self.reach_intercept_ - columns @ self.reach_coef_), 0.0)
+
+    def _reach_probability(self, Z: NDArray) -> NDArray[np.float64]:
+        return self._reach_of(*self._columns(Z))
 
     def _rounds(self, Z: NDArray) -> NDArray[np.float64]:
-        finite = np.all(np.isfinite(Z), axis=1)
+        # Both models read the same columns: built once (with varying_with, one product per
+        # feature and corner).
+        finite, columns = self._columns(Z)
         # Features far outside the corpus (a huge noise multiplier) can overflow exp: the
         # prediction is then inf rounds, which is what an overflow gives.
         with np.errstate(over="ignore"):
-            rounds = np.exp(self.rounds_intercept_
-                            + self._model_matrix(np.where(finite[:, None], Z, 0.0))
-                            @ self.rounds_coef_)
-        reached = self._reach_probability(Z) >= _THRESHOLD
+            rounds = np.exp(self.rounds_intercept_ + columns @ self.rounds_coef_)
+        reached = self._reach_of(finite, columns) >= _THRESHOLD
         return np.where(finite & reached, rounds, np.inf)
 
     def reach_probability(self, X: ArrayLike) -> NDArray[np.float64]:
