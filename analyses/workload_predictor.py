@@ -304,7 +304,8 @@ def main() -> None:
     quick = args.quick
     OUT.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
-    rows = load_rows(quick, tuple(filter(None, args.corpora.split(","))))  # checked here
+    corpora = tuple(filter(None, args.corpora.split(",")))
+    rows = load_rows(quick, corpora)
     variant, tried = choose(rows)
     scores = judge(rows, variant)
     pd.set_option("display.width", 120)
@@ -312,7 +313,6 @@ def main() -> None:
     print(tried.round(3).to_string())
     print(f"chosen: {variant.features}, noise_scale {variant.scale}")
     report(scores)
-    corpora = tuple(filter(None, args.corpora.split(",")))
     shipping = not quick and corpora == CORPORA
     stem = "workload_predictor_quick" if quick else "workload_predictor" + (
         "" if shipping else "_" + "+".join(name.removeprefix("workload_corpus_")
