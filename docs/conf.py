@@ -96,7 +96,7 @@ API_MODULES = (
     "topokit.network.quantities",
     "topokit.validation.probes",
     "topokit.design.workload",
-    "topokit.design.export",
+    "topokit.export",
     "topokit.design.result",
     "topokit.design.mixing",
     "topokit.training",

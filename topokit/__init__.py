@@ -45,7 +45,8 @@ _compat.install()
 sys.modules.setdefault("topokit.autotag", _compat.LazyModule("topokit.autotag",
                                                              "topokit.design._autotag"))
 
-_LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli", "testing"}
+_LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli", "testing",
+                    "export"}
 # What judges, searches or computes loads on first use: the predictors are scikit-learn
 # estimators and the kernels compile with Numba (one list, in topokit.design, for the
 # design API; the kernels' names here).

@@ -50,6 +50,8 @@ MOVED_MODULES: dict[str, str] = {
     "topokit.design._stranger_bound": "topokit.audit.stranger_bound",
     "topokit.design.validation": "topokit.validation.core",
     "topokit.design.calibration": "topokit.validation.calibration",
+    # Export to a runtime left the design package: it writes designs, it does not make them.
+    "topokit.design.export": "topokit.export.core",
 }
 
 

@@ -220,7 +220,7 @@ def _probe_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None
                                 "dask scheduler prints")
 
 
-def _dask_client(scheduler: str):
+def dask_client(scheduler: str):
     """A client of the scheduler; a scheduler that cannot be reached is the user's to fix."""
     from dask.distributed import Client
 
@@ -240,7 +240,7 @@ def _execute(calls: Iterator[tuple], n_jobs: int, scheduler: str | None) -> Iter
 
     if scheduler:
         jobs = (joblib.delayed(_indexed_piece)(*call) for call in calls)
-        with _dask_client(scheduler), joblib.parallel_config(backend="dask"):
+        with dask_client(scheduler), joblib.parallel_config(backend="dask"):
             yield from joblib.Parallel(return_as="generator_unordered")(jobs)
     elif n_jobs == 1:  # in this process: no pickling, and monkeypatching works in tests
         yield from (_indexed_piece(*call) for call in calls)

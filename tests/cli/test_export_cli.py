@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from topokit import load_example, load_topology, save_network
 from topokit.cli import app
 from topokit.cli.export import FORMAT_HELP
-from topokit.design.export import EXPORT_FORMATS
+from topokit.export import EXPORT_FORMATS
 
 runner = CliRunner()
 

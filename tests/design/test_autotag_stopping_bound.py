@@ -206,7 +206,7 @@ def test_a_network_too_large_for_the_memory_is_refused_before_allocating(monkeyp
 
 
 def test_the_memory_estimate_grows_with_the_run_and_a_fitting_run_passes(monkeypatch):
-    needed = _autotag._memory_needed
+    needed = _autotag.autotag_memory
     assert needed(256, 32640) < 1e9 < needed(1000, 499500)  # the results dominate
     assert needed(256, 32640, trace=True) > needed(256, 32640)
     assert needed(256, 32640, workers=2) > needed(256, 32640)

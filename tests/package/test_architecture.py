@@ -43,7 +43,8 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter():
 
 # Which top-level parts of topokit each part may import.  Data flows one way, with no
 # exception by name: shared infrastructure <- kernels, dp <- the network model <- the
-# privacy audit and the training core <- design <- validation (design x training);
+# privacy audit and the training core <- design <- validation (design x training) and export
+# (a design in a runtime's format);
 # gfl and learn stand beside them; plotting, the HTTP service, cli and the reference twins on
 # top.
 SHARED = {"errors", "_checks", "_io", "_random", "_compat", "_version", "_jobs", "_blas"}
@@ -57,13 +58,15 @@ ALLOWED = {
     "training": _BASE | {"network", "training"},
     "design": _BASE | {"network", "audit", "design"},
     "validation": _BASE | {"network", "audit", "design", "training", "validation"},
+    "export": _BASE | {"network", "audit", "design", "export"},
     "gfl": _BASE | {"gfl"},
     "learn": _BASE | {"learn"},
     "plotting": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
                          "plotting"},
-    "service": _BASE | {"network", "audit", "design", "training", "validation", "service"},
-    "cli": _BASE | {"network", "audit", "design", "training", "validation", "gfl", "learn",
-                    "plotting", "service", "cli"},
+    "service": _BASE | {"network", "audit", "design", "training", "validation", "export",
+                        "service"},
+    "cli": _BASE | {"network", "audit", "design", "training", "validation", "export", "gfl",
+                    "learn", "plotting", "service", "cli"},
     "testing": _BASE | {"network", "audit", "design", "training", "testing"},
 }
 

@@ -514,7 +514,9 @@ def _problem(net: Network, topology: Topology, noise: NDArray, rounds: int,
     return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise, model)
 
 
-_MEMORY_FIX = "audit fewer observers (observers=...), fewer rounds, or use fewer threads (n_jobs)"
+#: How to shrink an audit that does not fit in memory (the end of the refusal; the CLI
+#: rewrites it in its own options).
+MEMORY_FIX = "audit fewer observers (observers=...), fewer rounds, or use fewer threads (n_jobs)"
 
 
 def _check_memory(n: int, rounds: int, problem: kernels.AuditProblem | None = None,
@@ -528,7 +530,7 @@ def _check_memory(n: int, rounds: int, problem: kernels.AuditProblem | None = No
         (max(kernels.workspace_bytes(problem, k, n, method) for method in kernels.METHODS)
          for k in observers), default=0.0)
     check_fits_in_memory(8.0 * 5 * n * n + threads * largest,
-                         f"a privacy audit of {n} devices over {rounds} rounds", _MEMORY_FIX)
+                         f"a privacy audit of {n} devices over {rounds} rounds", MEMORY_FIX)
 
 
 def _thread_count(n_jobs: int, n_tasks: int) -> int:

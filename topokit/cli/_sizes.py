@@ -19,7 +19,7 @@ size on networks of 300 to 8,000 devices (Python 3.11, numpy 2), in bytes:
     80 n^2 per ``--n-jobs`` thread.  At 3,000 devices (4.5 million pairs) this
     predicts 2.46 GB above the interpreter's 0.4 GB; the resident peak was 2.74 GB.
 ``--method autotag``
-    AutoTag's own estimate (``topokit.design._autotag``): ten n x n arrays per
+    AutoTag's own estimate (:func:`topokit.design.autotag_memory`): ten n x n arrays per
     running budget and, without ``--nep-patience``, a snapshot per pair for
     every budget, (n + 1) x pairs x 48 bytes (24 GB at 1,000 devices).
 Loading a network file
@@ -189,8 +189,7 @@ def _design_phases(n_devices: int, n_pairs: int, *, method: str, workers: int, t
                    exact: bool) -> dict[str, float]:
     """The peak of each phase of a design, by what holds the memory (in the words of the
     refusal)."""
-    from ..design._autotag import _memory_needed as autotag_memory
-    from ..design._optimize import MAX_AUTOTAG_DEVICES
+    from ..design import MAX_AUTOTAG_DEVICES, autotag_memory
 
     n2, pairs = float(n_devices) ** 2, float(n_pairs)
     network = _NETWORK * n2

@@ -113,7 +113,7 @@ def audit_command(
     --eavesdropper audits one listening on the links into it.  --model dsgd
     audits decentralized SGD, where a device's contribution enters every round.
     """
-    from ..audit.core import _MEMORY_FIX, privacy_audit
+    from ..audit.core import MEMORY_FIX, privacy_audit
     from .design import _check_topology_path
 
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
@@ -121,8 +121,8 @@ def audit_command(
     net = resolve_network(network, example)
     chosen, source = _topology(net, topology)
     noise, noise_text = _noise(net, topology, noise_multiplier)
-    with naming_options(_AUDIT_OPTIONS, {_MEMORY_FIX: "audit fewer --rounds, or use fewer "
-                                                      "--n-jobs (threads)"}), \
+    with naming_options(_AUDIT_OPTIONS, {MEMORY_FIX: "audit fewer --rounds, or use fewer "
+                                                     "--n-jobs (threads)"}), \
             reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
         audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise,
                               delta=delta, observer_knows_own_noise=knows_own_noise,

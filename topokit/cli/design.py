@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from .._io import write_json
-from ..design._defaults import DEFAULT_AUDIT_ROUNDS
+from ..design import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
 
 if TYPE_CHECKING:  # the report imports the predictors (scikit-learn): loaded per command
@@ -48,9 +48,9 @@ def audit_caption(audit: StrangerAudit) -> str:
 
 def _audit_memory_phrases() -> dict[str, str]:
     """The stranger audit's way out of a memory refusal, as this command's options."""
-    from ..audit.core import _MEMORY_FIX
+    from ..audit.core import MEMORY_FIX
 
-    return {_MEMORY_FIX: "use fewer --audit-rounds (0: no audit) or a smaller network"}
+    return {MEMORY_FIX: "use fewer --audit-rounds (0: no audit) or a smaller network"}
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,

@@ -21,7 +21,7 @@ from ._common import (
 
 __all__ = ["export_command"]
 
-#: The formats, as --help lists them (kept in step with topokit.design.export.EXPORT_FORMATS).
+#: The formats, as --help lists them (kept in step with topokit.export.EXPORT_FORMATS).
 FORMAT_HELP = (
     "mixing-csv (the mixing matrix W, header row of node ids), mixing-npy (W as .npy and "
     "<name>.nodes.json), decentralizepy (its edge file, <name>.nodes.json and the predicted "
@@ -54,7 +54,7 @@ def export_command(
     are written together: on an error none is written.
     """
     from .._checks import check_choice
-    from ..design.export import EXPORT_FORMATS, export_design
+    from ..export import EXPORT_FORMATS, export_design
 
     check_choice(format, "--format", EXPORT_FORMATS)
     if design.is_dir():
@@ -80,11 +80,10 @@ def export_command(
 
 def _check_outputs(output: Path, format: str) -> None:
     """--output and the files the format writes beside it, none of them a folder."""
-    from ..design.export import _SIDECARS
+    from ..export import export_files
 
     check_output_option(output)
-    for suffix in _SIDECARS[format]:
-        sidecar = Path(f"{output.with_suffix('')}{suffix}")
+    for sidecar in export_files(output, format)[1:]:
         if sidecar.is_dir():
             raise InvalidInputError(
                 f"--output: {sidecar}, which {format} writes beside {output.name}, is a "

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .._checks import check_real
-from ..design._defaults import DEFAULT_AUDIT_ROUNDS
+from ..design import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
 from ._common import (
     ExampleOpt,

@@ -22,12 +22,12 @@ module                   what it holds
 :mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
 :mod:`.batch`            metrics of many networks, resumable, local or on Dask
 :mod:`.workload`         :class:`Workload`: what the user trains
-:mod:`.export`           :func:`export_design`: the design in a runtime's format
 =======================  ===============================================================
 
 The network model it designs for is :mod:`topokit.network`; what strangers learn
 from a design is :mod:`topokit.audit`; training over a design and checking the
-prediction is :mod:`topokit.validation`.
+prediction is :mod:`topokit.validation`; writing a design in a runtime's format is
+:mod:`topokit.export`.
 
 Everything public is also importable from :mod:`topokit` itself.
 
@@ -54,6 +54,7 @@ from ..network.formats import (
     save_network,
     save_topology,
 )
+from ._defaults import DEFAULT_AUDIT_ROUNDS
 from .workload import Workload, load_workload
 
 # Everything that judges or searches loads on first use: the predictors are
@@ -63,10 +64,10 @@ from .workload import Workload, load_workload
 # validate, calibrate and the audit live in their own rooms (topokit.validation,
 # topokit.audit) and stay reachable here for code written before they moved.
 _SEARCH_AND_JUDGE = {
-    "autotag": "_autotag",
+    "autotag": "_autotag", "autotag_memory": "_autotag",
     "optimize": "_optimize", "check_ndlf_margin": "_optimize", "default_mixing": "_optimize",
     "optimize_with_references": "_optimize", "MIXING": "_optimize",
-    "pruned_social": "_optimize",
+    "pruned_social": "_optimize", "MAX_AUTOTAG_DEVICES": "_optimize",
     "FeatureSettings": "features", "TopologyFeatures": "features",
     "topology_features": "features",
     "Metrics": "metrics", "evaluate": "metrics",
@@ -86,7 +87,7 @@ _LAZY_ATTRIBUTES = {
     "PrivacyAudit": ("topokit.audit.core", "PrivacyAudit"),
     "fastest_mixing_topology": ("topokit.design.mixing", "fastest_mixing_topology"),
     "metropolis_hastings_topology": ("topokit.design.mixing", "metropolis_hastings_topology"),
-    "export_design": ("topokit.design.export", "export_design"),
+    "export_design": ("topokit.export.core", "export_design"),
     "probe_topologies": ("topokit.validation.probes", "probe_topologies"),
 }
 
@@ -111,6 +112,7 @@ __all__ = [
     "FeatureSettings",
     "Workload",
     "load_workload",
+    "DEFAULT_AUDIT_ROUNDS",
     "workload_outside",
     "predictor_at_workload",
     "workload_ceiling",

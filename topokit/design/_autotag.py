@@ -28,7 +28,8 @@ from .metrics import evaluate
 from .predictor import GlobalIteratePredictor
 from .result import PHASES, Candidate, Design, Trace
 
-__all__ = ["autotag", "Design", "Candidate", "Trace", "PHASES"]  # the results: .result
+# Design and its parts live in .result; re-exported here, where they were first.
+__all__ = ["autotag", "autotag_memory", "Design", "Candidate", "Trace", "PHASES"]
 
 #: Relative tolerance under which two scores (SLS, CLS) or two pseudo times tie.
 RTOL = _incremental.RTOL
@@ -86,7 +87,7 @@ def _linear_coefficients(predictor: GlobalIteratePredictor | None) -> _Coefficie
     return _Coefficients(float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"]))
 
 
-def _memory_needed(n_devices: int, n_pairs: int, *, workers: int = 1, trace: bool = False,
+def autotag_memory(n_devices: int, n_pairs: int, *, workers: int = 1, trace: bool = False,
                    exact: bool = True) -> int:
     """Bytes AutoTag allocates at most for ``n_pairs`` candidate pairs among ``n_devices``.
 
@@ -95,6 +96,11 @@ def _memory_needed(n_devices: int, n_pairs: int, *, workers: int = 1, trace: boo
     pairs; the result of every budget keeps up to one snapshot per pair in six arrays,
     which dominates in exact mode (|V| + 1 budgets x |V|^2 / 2 pairs x 48 bytes: 0.4 GB
     at 256 devices, 24 GB at 1,000).  A trace concatenates them once more (ten columns).
+    :func:`autotag` refuses, before allocating, a network that needs more than the
+    memory available; the CLI checks the same estimate before it loads the file.
+
+    >>> round(autotag_memory(1000, 499_500) / 1e9)  # every pair of 1,000 devices
+    24
     """
     V, P = int(n_devices), int(n_pairs)
     per_budget_state = 10 * 8 * V * V + 3 * V * V + 75 * P
@@ -108,7 +114,7 @@ def _check_memory(net: Network, workers: int, trace: bool, exact: bool) -> None:
     """Refuse, before allocating, a network too large for AutoTag in the memory available."""
     V = net.n_devices
     P = (int(np.count_nonzero(np.isfinite(net.delay))) - V) // 2
-    needed = _memory_needed(V, P, workers=workers, trace=trace, exact=exact)
+    needed = autotag_memory(V, P, workers=workers, trace=trace, exact=exact)
     available = _available_memory()
     if needed > available:
         mode = "exact AutoTag" if exact else "AutoTag"

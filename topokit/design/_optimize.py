@@ -137,7 +137,7 @@ from .time_predictor import (
 from .workload import Workload, check_workload
 
 __all__ = ["optimize", "optimize_with_references", "default_mixing", "check_ndlf_margin",
-           "OptimizeOptions", "pruned_social", "MIXING"]
+           "OptimizeOptions", "pruned_social", "MIXING", "MAX_AUTOTAG_DEVICES"]
 
 #: The mixing weights :func:`optimize` can give its design.
 MIXING = ("lazy-metropolis", "metropolis", "fastest")

@@ -53,7 +53,7 @@ from .._checks import check_int, check_positive, check_real
 from ..errors import InvalidInputError
 from ..kernels import lazy_metropolis
 from ..kernels.unchecked import hitting_time_and_gap_unchecked, walk_summary_unchecked
-from ..network.core import Network, Topology, _check_class_counts
+from ..network.core import Network, Topology, class_count_matrix
 from ..network.quantities import adjacency_matrix
 
 __all__ = [
@@ -300,7 +300,7 @@ def check_class_counts(class_counts: ArrayLike, n_devices: int, *,
     (2, 2)
     """
     # Rows keep their row-numbered messages; only a mapping needs the node ids.
-    return _check_class_counts(class_counts, n_devices,
+    return class_count_matrix(class_counts, n_devices,
                                nodes=nodes if isinstance(class_counts, Mapping) else None)
 
 

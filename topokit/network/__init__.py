@@ -19,7 +19,14 @@ Everything public is also importable from :mod:`topokit` itself.
 
 from __future__ import annotations
 
-from .core import NETWORK_SUFFIXES, Network, Topology, canonical_pair, node_sort_key
+from .core import (
+    NETWORK_SUFFIXES,
+    Network,
+    Topology,
+    canonical_pair,
+    class_count_matrix,
+    node_sort_key,
+)
 from .examples import list_examples, load_example
 from .formats import (
     graph_to_network,
@@ -37,6 +44,7 @@ __all__ = [
     "Topology",
     "canonical_pair",
     "node_sort_key",
+    "class_count_matrix",
     "NETWORK_SUFFIXES",
     "load_network",
     "save_network",

@@ -31,7 +31,8 @@ from ..errors import (
 )
 from . import physical
 
-__all__ = ["Network", "Topology", "canonical_pair", "node_sort_key", "NETWORK_SUFFIXES"]
+__all__ = ["Network", "Topology", "canonical_pair", "node_sort_key", "class_count_matrix",
+           "NETWORK_SUFFIXES"]
 
 FORMAT_VERSION = 1
 #: File suffixes of networks: node-link JSON and GraphML.
@@ -588,7 +589,7 @@ def _count_matrix(class_counts: Any, nodes: Sequence[Hashable]) -> NDArray[np.fl
     return np.array(matrix, dtype=np.float64).reshape(len(nodes), -1)
 
 
-def _check_class_counts(
+def class_count_matrix(
     class_counts: Any,
     n_devices: int,
     *,
@@ -600,7 +601,19 @@ def _check_class_counts(
     Rows are devices in node order.  With ``nodes`` (a network's node ids)
     a mapping node -> row is accepted too and every message names the node;
     ``integral`` also requires whole numbers.  Without them this is
-    :func:`topokit.design.features.check_class_counts`.
+    :func:`topokit.design.features.check_class_counts`.  What
+    :meth:`Network.with_class_counts` and the network files' ``class_counts``
+    are checked by.
+
+    Examples
+    --------
+    >>> class_count_matrix({"b": [0, 2], "a": [3, 1]}, 2, nodes=["a", "b"])
+    array([[3., 1.],
+           [0., 2.]])
+    >>> class_count_matrix([[1, 0], [0, 0]], 2)
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: class_counts row 1 is all zero: every device needs some data
     """
     if nodes is None:
         if isinstance(class_counts, Mapping):  # no node ids here to check its keys against
@@ -730,7 +743,7 @@ class Network:
         self.topology = None if topology is None else topology.validate(self)
 
     def _check_counts(self, class_counts: ArrayLike | Mapping) -> NDArray[np.float64]:
-        counts = _check_class_counts(class_counts, self.n_devices, nodes=self.nodes,
+        counts = class_count_matrix(class_counts, self.n_devices, nodes=self.nodes,
                                      integral=True)
         counts.flags.writeable = False
         return counts

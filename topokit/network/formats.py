@@ -30,10 +30,10 @@ from .core import (
     FORMAT_VERSION,
     Network,
     Topology,
-    _check_class_counts,
     _hashable,
     _node_id,
     _plain_node,
+    class_count_matrix,
 )
 
 __all__ = ["load_network", "save_network", "load_topology", "save_topology",
@@ -180,7 +180,7 @@ def _class_counts(graph: nx.Graph, nodes: list) -> NDArray[np.float64] | None:
         )
     rows = [graph.nodes[node]["class_counts"] for node in nodes]
     try:
-        return _check_class_counts(rows, len(nodes), nodes=nodes, integral=True)
+        return class_count_matrix(rows, len(nodes), nodes=nodes, integral=True)
     except InvalidInputError as exc:
         raise InputFileError(str(exc)) from None
 

@@ -165,10 +165,10 @@ def create_app(db_path: str | Path, *, token: str | None = None,
     """
     client = None
     if scheduler is not None:
-        from .._jobs import _dask_client, check_scheduler
+        from .._jobs import check_scheduler, dask_client
 
         # Refused now, in one line, rather than by every job later.
-        client = _dask_client(check_scheduler(scheduler))
+        client = dask_client(check_scheduler(scheduler))
     try:
         store = JobStore(db_path)
     except BaseException:

@@ -331,10 +331,10 @@ class WorkerPool:
             if status not in ("closed", "closing") or time.monotonic() < self._next_connect:
                 return False  # Dask is still connecting, or a try was made a moment ago
             self._next_connect = time.monotonic() + RECONNECT_SECONDS
-            from .._jobs import _dask_client
+            from .._jobs import dask_client
 
             try:
-                client = _dask_client(self.scheduler)
+                client = dask_client(self.scheduler)
             except TopokitError as exc:
                 logger.warning("%s; the jobs wait in the queue", exc)
                 return False

@@ -14,9 +14,10 @@ import numpy as np
 
 from topokit._random import spawn_generators
 from topokit.kernels import lazy_metropolis
-from topokit.training.core import ROLES, PoissonSampler, _stratified_split
+from topokit.training.core import ROLES, PoissonSampler
 from topokit.training.models import make_model
 from topokit.training.partition import make_partitioner
+from topokit.training.plan import stratified_split
 from topokit.training.privacy import (
     DPConfig,
     accounting_sampling_rates,
@@ -49,7 +50,7 @@ def naive_train(
     rngs = spawn_generators(seed, ROLES)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    train_rows, test_rows = _stratified_split(y, 0.25, rngs["partition"])
+    train_rows, test_rows = stratified_split(y, 0.25, rngs["partition"])
     X_train, y_train, X_test, y_test = X[train_rows], y[train_rows], X[test_rows], y[test_rows]
     classes = np.unique(np.concatenate([y_train, y_test]))
     y_train, y_test = np.searchsorted(classes, y_train), np.searchsorted(classes, y_test)

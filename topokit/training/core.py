@@ -57,7 +57,7 @@ from ..network.core import Network, Topology
 from ..network.quantities import local_iterate
 
 # Names that moved to the step modules stay importable from here ("X as X": re-exported; the
-# plain reference in topokit.testing imports ROLES, PoissonSampler and _stratified_split).
+# plain reference in topokit.testing imports ROLES and PoissonSampler).
 from ._loop import SPARSE_MIXING_DENSITY as SPARSE_MIXING_DENSITY
 from ._loop import SPARSE_MIXING_FROM as SPARSE_MIXING_FROM
 from ._loop import Course, run_rounds
@@ -66,7 +66,6 @@ from .models import Model
 from .partition import Partitioner, make_partitioner
 from .plan import ROLES as ROLES
 from .plan import TrainingPlan, check_schedule, plan_training, resolve_dp, resolve_topology
-from .plan import _stratified_split as _stratified_split
 from .privacy import DPConfig
 
 __all__ = ["train", "TrainingRun", "Convergence", "check_accuracy_threshold"]

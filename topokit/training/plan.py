@@ -44,6 +44,7 @@ __all__ = [
     "split_data",
     "partition_rows",
     "plan_training",
+    "stratified_split",
 ]
 
 #: The roles of the run's random generators, spawned in this order from one seed.
@@ -223,8 +224,19 @@ def _check_data(X: ArrayLike, y: ArrayLike, what: str) -> Labelled:
     return Labelled(features, labels)
 
 
-def _stratified_split(labels: NDArray, fraction: float, rng: np.random.Generator) -> SplitRows:
-    """``fraction`` of every class held out, drawn by ``rng`` (class by class, sorted labels)."""
+def stratified_split(labels: NDArray, fraction: float, rng: np.random.Generator) -> SplitRows:
+    """``fraction`` of every class held out, drawn by ``rng`` (class by class, sorted labels).
+
+    The test set of :func:`topokit.training.train` when ``test`` is a fraction;
+    each class keeps its share of the rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> split = stratified_split(np.array([0, 0, 0, 0, 1, 1]), 0.5, np.random.default_rng(0))
+    >>> len(split.train), len(split.test)
+    (3, 3)
+    """
     test = []
     for value in np.unique(labels):
         rows = rng.permutation(np.flatnonzero(labels == value))
@@ -241,7 +253,7 @@ def _hold_out(data: Labelled, test: Any, rng: np.random.Generator) -> HeldOut:
         if test is not None:
             fraction = check_real(test, "test (the held-out fraction)", low=0, high=1,
                                   closed="neither")
-        rows = _stratified_split(data.y, fraction, rng)
+        rows = stratified_split(data.y, fraction, rng)
         return HeldOut(
             train=Labelled(data.X[rows.train], data.y[rows.train]),
             test=Labelled(data.X[rows.test], data.y[rows.test]),

@@ -37,19 +37,19 @@ import numpy as np
 
 from .._checks import check_choice, check_output_path, check_real
 from .._io import atomic_paths, dumps_json, jsonable
+from ..design.features import FeatureSettings
+from ..design.metrics import Metrics, evaluate
+from ..design.mixing import metropolis_hastings_topology
+from ..design.predictor import GlobalIteratePredictor
+from ..design.result import Design
+from ..design.time_predictor import KIND as TRAINING_TIME_KIND
+from ..design.time_predictor import TrainingTimePredictor
 from ..errors import InputFileError, InvalidInputError, TopokitError
 from ..network.core import Network, Topology
 from ..network.examples import list_examples, load_example
 from ..network.formats import load_noise_multipliers, load_topology
-from .features import FeatureSettings
-from .metrics import Metrics, evaluate
-from .mixing import metropolis_hastings_topology
-from .predictor import GlobalIteratePredictor
-from .result import Design
-from .time_predictor import KIND as TRAINING_TIME_KIND
-from .time_predictor import TrainingTimePredictor
 
-__all__ = ["EXPORT_FORMATS", "export_design"]
+__all__ = ["EXPORT_FORMATS", "export_design", "export_files", "DECENTRALIZEPY_READER"]
 
 #: The formats :func:`export_design` writes, with what each holds.
 EXPORT_FORMATS: dict[str, str] = {
@@ -249,13 +249,28 @@ def export_design(design: Design | str | os.PathLike, path: str | os.PathLike,
 # Where to write
 # ---------------------------------------------------------------------------------------------
 
+def export_files(path: str | os.PathLike, format: str) -> list[Path]:
+    """The files an export in ``format`` to ``path`` writes: ``path``, then its sidecars.
+
+    A sidecar replaces the suffix of ``path`` (``graph.edges`` ->
+    ``graph.nodes.json``); nothing is checked or written.
+
+    Examples
+    --------
+    >>> [str(p) for p in export_files("out/graph.edges", "decentralizepy")]
+    ['out/graph.edges', 'out/graph.nodes.json', 'out/graph.prediction.json']
+    """
+    main = Path(path)
+    stem = main.with_suffix("")
+    return [main] + [Path(f"{stem}{suffix}")
+                     for suffix in _SIDECARS[check_choice(format, "format", EXPORT_FORMATS)]]
+
+
 def _checked_targets(path: Any, format: str) -> list[Path]:
     """``path`` and its sidecars, each a file that can be written (nothing written yet)."""
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidInputError(f"path must be a file path; got {type(path).__name__}")
-    main = check_output_path(path, "path")
-    stem = main.with_suffix("")
-    targets = [main] + [Path(f"{stem}{suffix}") for suffix in _SIDECARS[format]]
+    targets = export_files(check_output_path(path, "path"), format)
     for target in targets:
         check_output_path(target, "path")
         folder = target.parent
@@ -487,7 +502,7 @@ def _workload_plan(source: _Source) -> tuple[FeatureSettings, _Noise, str]:
     record = source.stats.get("workload")
     if not isinstance(record, Mapping) or not isinstance(record.get("workload"), Mapping):
         return source.settings, source.noise, source.settings_source
-    from .workload import Workload
+    from ..design.workload import Workload
 
     workload = Workload.from_dict(record["workload"])
     settings = workload.feature_settings()

@@ -18,7 +18,6 @@ import topokit
 from topokit import Network, Topology, autotag, evaluate, load_example, optimize
 from topokit.cli import app
 from topokit.design import Design, FeatureSettings
-from topokit.design.export import EXPORT_FORMATS, export_design
 from topokit.design.features import DEFAULT_NOISE_MULTIPLIER
 from topokit.design.mixing import metropolis_hastings_topology
 from topokit.errors import (
@@ -27,6 +26,7 @@ from topokit.errors import (
     NodeNotFoundError,
     TopokitError,
 )
+from topokit.export import EXPORT_FORMATS, export_design
 from topokit.kernels import spectral_gap
 
 # ---------------------------------------------------------------------------------------------
