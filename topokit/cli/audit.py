@@ -140,7 +140,7 @@ def audit_command(
     console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
                   f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
                   f"{AUDIT_MODEL_TEXT[model]}, T = {rounds} rounds, {noise_text}; "
-                  f"observers: {observer}", soft_wrap=True)
+                  f"observers: {observer}")
     console.print(metrics_table("privacy audit", {"audit": audit.summary()}))
     if plot is not None:
         console.print(f"wrote plot to {plot}")
