@@ -74,8 +74,10 @@ def test_a_finished_audit_keeps_its_final_report(start_server, tmp_path, toy_jso
     assert ended["status"] == "done", ended
     n_devices = len(toy_json["nodes"])
     assert ended["progress"] == {"done": n_devices, "total": n_devices, "phase": "audit"}
-    # An autotag design calls no progress: it has none, and says so with null.
+    # An autotag design reports its DP budgets, |V| + 1 of them, as its search.
     autotag = server.client.post("/v1/designs", json={"network": toy_json,
                                                       "method": "autotag"}).json()
     _, ended = _watch(server.client, f"/v1/designs/{autotag['id']}")
-    assert ended["status"] == "done" and ended["progress"] is None
+    assert ended["status"] == "done"
+    assert ended["progress"] == {"done": n_devices + 1, "total": n_devices + 1,
+                                 "phase": "search"}

@@ -7,9 +7,9 @@ audit job runs :func:`topokit.privacy_audit`, and its result is the JSON
 the job's new status.
 
 A running job reports its progress, ``{"done", "total", "phase"}``: an
-optimize design after each search (phase ``"search"``), an audit after each
-observer (phase ``"audit"``); autotag reports none.  Reports are throttled
-(:class:`ProgressThrottle`) before they reach the store.
+optimize design after each search and an autotag design after each DP budget
+(phase ``"search"``), an audit after each observer (phase ``"audit"``).  Reports
+are throttled (:class:`ProgressThrottle`) before they reach the store.
 
 With a Dask client (``topokit serve --scheduler``), each worker thread still
 claims and finishes its jobs in the store, but the computation
@@ -105,7 +105,8 @@ def design_payload(request: DesignRequest, progress: Progress | None = None) -> 
     """The design of ``request``, as the JSON ``topokit design -o`` writes.
 
     ``progress(done, total)`` is called after each search of an optimize design
-    (:func:`topokit.optimize`'s ``progress``); autotag does not call it.
+    (:func:`topokit.optimize`'s ``progress``) and after each DP budget of an
+    autotag design (:func:`topokit.autotag`'s).
     """
     from ..design import autotag, optimize_with_references
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
@@ -118,7 +119,7 @@ def design_payload(request: DesignRequest, progress: Progress | None = None) -> 
     audit = StrangerAudit(DEFAULT_AUDIT_ROUNDS, float(z), "gossip")
     if request.method == "autotag":
         model = None if request.predictor is None else load_predictor(request.predictor)
-        chosen = autotag(net, model)
+        chosen = autotag(net, model, progress=progress)
         topologies = {"AutoTag": chosen.topology,
                       **baseline_topologies(net, chosen, seed=request.seed)}
     else:
