@@ -106,6 +106,58 @@ def test_recovery_requeues_a_dead_servers_jobs_then_gives_up(tmp_path):
 
 
 
+def _run_as(store: JobStore, owner: str, updated: float) -> str:
+    """A job running on ``owner`` since its last renewal at ``updated`` (seconds since epoch)."""
+    job, _ = store.submit("design", {}, digest=owner)
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE jobs SET status = 'running', owner = ?, attempts = 1, "
+                     "updated = ? WHERE id = ?", (owner, updated, job.id))
+    return job.id
+
+
+def test_a_job_whose_owner_stops_renewing_is_recovered_whoever_the_owner_is(tmp_path):
+    # Another host's server cannot be asked whether it runs; nor can a process id the
+    # system has given to another program since: their lease tells.
+    store = JobStore(tmp_path / "jobs.sqlite", lease_seconds=60)
+    now = time.time()
+    lapsed = {_run_as(store, "elsewhere.example:4242", now - 61),
+              _run_as(store, this_owner(), now - 61)}  # this pid, but no renewal
+    renewed = {_run_as(store, "elsewhere.example:4343", now - 30),
+               _run_as(store, this_owner(), now - 30)}
+    assert store.recover() == {"requeued": 2, "failed": 0}
+    assert {job for job in lapsed | renewed if store.get(job).status == "queued"} == lapsed
+    assert all(store.get(job).status == "running" for job in renewed)
+
+
+def test_a_heartbeat_renews_only_its_owners_running_jobs(tmp_path):
+    store = JobStore(tmp_path / "jobs.sqlite", lease_seconds=60)
+    old = time.time() - 61
+    mine, theirs = _run_as(store, "me:1", old), _run_as(store, "elsewhere.example:1", old)
+    queued, _ = store.submit("design", {}, digest="q")
+    assert store.heartbeat("me:1") == 1
+    assert store.get(mine).updated > old + 60 and store.get(theirs).updated == old
+    assert store.get(queued.id).updated == queued.updated
+    assert store.recover() == {"requeued": 1, "failed": 0}  # theirs, not mine
+    assert store.get(mine).status == "running" and store.get(theirs).status == "queued"
+
+
+def test_a_serving_pool_renews_its_claim_while_it_runs(tmp_path):
+    from topokit.service.worker import WorkerPool
+
+    store = JobStore(tmp_path / "jobs.sqlite", lease_seconds=60)
+    pool = WorkerPool(store, 1, heartbeat_seconds=0.05)
+    held = _run_as(store, pool.owner, time.time() - 59)  # as if its worker ran it
+    pool.start()
+    try:
+        deadline = time.monotonic() + 30
+        while store.get(held).updated < time.time() - 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.get(held).updated >= time.time() - 5
+        assert store.recover() == {"requeued": 0, "failed": 0}
+    finally:
+        pool.stop()
+    assert not any(thread.is_alive() for thread in pool._threads)
+
 
 def _columns(path) -> list[str]:
     with sqlite3.connect(path) as conn:

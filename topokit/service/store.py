@@ -4,10 +4,15 @@ Every change is one transaction (``BEGIN IMMEDIATE``), so a job is never seen
 half-written.  A job moves ``queued -> running -> done | failed``, or
 ``queued -> cancelled``.  :meth:`JobStore.claim` is one atomic
 ``UPDATE ... WHERE status = 'queued'``: two servers on one store never run the
-same job.  A running job records its owner (host and process id);
-:meth:`JobStore.recover` puts back in the queue the jobs whose owner on this
-host has died (a killed server), or fails them with a reason once they have
+same job.  A running job records its owner (host and process id), and the
+owner renews its claim on its running jobs (:meth:`JobStore.heartbeat`, every
+few seconds while it serves).  :meth:`JobStore.recover` puts back in the queue
+the jobs whose owner has stopped, or fails them with a reason once they have
 been tried ``max_attempts`` times, so that no job stays ``running`` forever.
+An owner has stopped when it is a process of this host that no longer runs (a
+killed server: recovered at once), or when it has not renewed its claim for
+``lease_seconds`` (a server of another host, whose processes this one cannot
+see, or a process id the system has since given to another program).
 Every job has a ``kind`` (``"design"`` or ``"audit"``); :meth:`JobStore.get`
 and :meth:`JobStore.cancel` given a kind never see a job of another, and the
 queue, its claims and its recovery treat every kind alike.  A running job's
@@ -34,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Job", "JobStore", "IdempotencyConflict", "STATUSES", "FINAL_STATUSES",
-           "SCHEMA_VERSION", "ADDED_COLUMNS"]
+           "SCHEMA_VERSION", "ADDED_COLUMNS", "LEASE_SECONDS"]
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINAL_STATUSES = ("done", "failed", "cancelled")
@@ -118,7 +123,7 @@ def _owner_dead(owner: str | None) -> bool:
         return True
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
-        return False  # another host's server: only it knows whether it still runs the job
+        return False  # another host's server: its lease tells (JobStore.recover)
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -143,6 +148,11 @@ def _is_zombie(pid: int) -> bool:
     fields = stat.rpartition(")")[2].split()
     return bool(fields) and fields[0] in ("Z", "X")
 
+
+#: Seconds after its owner's last renewal that a running job counts as abandoned.  Owners
+#: renew every few seconds (``topokit.service.worker.HEARTBEAT_SECONDS``); the lease is
+#: long enough that a busy store or a paused machine does not take a live server's jobs.
+LEASE_SECONDS = 300.0
 
 #: Seconds to keep trying to switch a store to WAL while another server holds it.
 _WAL_SECONDS = 30.0
@@ -177,11 +187,16 @@ class JobStore:
     max_attempts : int, default 3
         How many times a job may be started before :meth:`recover` fails it
         instead of queueing it again.
+    lease_seconds : float, default LEASE_SECONDS
+        A running job whose owner has not renewed its claim for this long is
+        recovered whoever the owner is.
     """
 
-    def __init__(self, path: str | os.PathLike, *, max_attempts: int = 3):
+    def __init__(self, path: str | os.PathLike, *, max_attempts: int = 3,
+                 lease_seconds: float = LEASE_SECONDS):
         self.path = Path(path)
         self.max_attempts = max_attempts
+        self.lease_seconds = float(lease_seconds)
         conn = self._connect()
         try:
             _use_wal(conn)
@@ -325,17 +340,30 @@ class JobStore:
                              (job_id, kind, kind)).fetchone()
         return None if row is None else Job._of(row)
 
-    def recover(self) -> dict[str, int]:
-        """Queue again (or fail, after ``max_attempts``) the running jobs of dead servers.
+    def heartbeat(self, owner: str) -> int:
+        """Renew ``owner``'s claim on its running jobs; returns how many it holds.
 
-        Returns how many jobs were re-queued and failed.
+        ``updated`` of each becomes now: :meth:`recover` leaves a job alone while
+        its owner renews it within ``lease_seconds``.
+        """
+        with self._transaction() as db:
+            return db.execute("UPDATE jobs SET updated = ? WHERE status = 'running' "
+                              "AND owner = ?", (time.time(), owner)).rowcount
+
+    def recover(self) -> dict[str, int]:
+        """Queue again (or fail, after ``max_attempts``) the running jobs of stopped servers.
+
+        A job's server has stopped when it was a process of this host that no
+        longer runs, or when it has not renewed the job (:meth:`heartbeat`) for
+        ``lease_seconds``.  Returns how many jobs were re-queued and failed.
         """
         counts = {"requeued": 0, "failed": 0}
         with self._transaction() as db:
-            rows = db.execute("SELECT id, owner, attempts FROM jobs "
+            rows = db.execute("SELECT id, owner, attempts, updated FROM jobs "
                               "WHERE status = 'running'").fetchall()
+            expired = time.time() - self.lease_seconds
             for row in rows:
-                if not _owner_dead(row["owner"]):
+                if not (_owner_dead(row["owner"]) or row["updated"] < expired):
                     continue
                 if row["attempts"] >= self.max_attempts:
                     db.execute(

@@ -50,6 +50,9 @@ RECONNECT_SECONDS = 5.0
 #: Seconds between two looks for the running jobs of dead servers while serving (the
 #: first is at start): a server on the same store may die while this one runs.
 RECOVER_SECONDS = 30.0
+#: Seconds between two renewals of this server's claim on its running jobs (the store
+#: recovers a job whose owner has not renewed it for ``store.LEASE_SECONDS``).
+HEARTBEAT_SECONDS = 10.0
 
 #: ``progress(done, total)``, as :func:`topokit.optimize` and :func:`topokit.privacy_audit`
 #: call it.
@@ -214,14 +217,18 @@ class WorkerPool:
         wait and record as without it.  Closed by :meth:`stop`.
     recover_seconds : float, default RECOVER_SECONDS
         Seconds between two looks for the running jobs of dead servers.
+    heartbeat_seconds : float, default HEARTBEAT_SECONDS
+        Seconds between two renewals of the claim on this server's running jobs.
     """
 
     def __init__(self, store: JobStore, workers: int = 1, *, client: Any = None,
-                 recover_seconds: float = RECOVER_SECONDS):
+                 recover_seconds: float = RECOVER_SECONDS,
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS):
         self.store = store
         self.workers = workers
         self.client = client
         self.recover_seconds = recover_seconds
+        self.heartbeat_seconds = heartbeat_seconds
         #: The address of the Dask scheduler the jobs run on, or None (in this process).
         self.scheduler: str | None = None if client is None else client.scheduler.address
         self.owner = this_owner()
@@ -249,9 +256,11 @@ class WorkerPool:
         self._recover()
         if self.client is not None:
             self.client.subscribe_topic(PROGRESS_TOPIC, self._on_progress_event)
-        for k in range(self.workers):
-            thread = threading.Thread(target=self._loop, name=f"topokit-worker-{k}",
-                                      daemon=True)
+        loops = [(self._loop, f"topokit-worker-{k}") for k in range(self.workers)]
+        if self.workers:  # a server that runs jobs renews its claim on them
+            loops.append((self._renew_claims, "topokit-heartbeat"))
+        for target, name in loops:
+            thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -285,6 +294,14 @@ class WorkerPool:
         if any(recovered.values()):
             logger.warning("jobs of a stopped server: %(requeued)d re-queued, "
                            "%(failed)d failed", recovered)
+
+    def _renew_claims(self) -> None:
+        """Renew the claim on this server's running jobs every ``heartbeat_seconds``."""
+        while not self._stop.wait(self.heartbeat_seconds):
+            try:
+                self.store.heartbeat(self.owner)
+            except Exception:  # a busy store: the lease outlasts many missed renewals
+                logger.warning("could not renew the claim on running jobs", exc_info=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
