@@ -1,6 +1,7 @@
 """Helpers shared by the analysis scripts: output folder, machine description, JSON and table
-dumps, the ``--quick`` command line, and the saved runs of the predictor corpus and the
-design benchmark (:func:`cached_runs`).
+dumps, the command line, figures and printed tables of design comparisons
+(:mod:`topokit.validation.compare`'s results), and the saved runs of the predictor corpus
+and the design benchmark (:func:`cached_runs`; a :class:`Setting`'s: :func:`train_setting`).
 
 The saved runs: the runs of each setting live in one Parquet file, each run with a key
 (column ``run_key``, :func:`run_key`) digesting everything it depends on: the network,
@@ -21,9 +22,10 @@ import argparse
 import json
 import os
 import platform
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from topokit._io import atomic_write_text, dumps_json
 
@@ -77,10 +79,11 @@ def write_table(name: str, frame, columns: Sequence[tuple[str, str, str]]) -> st
 
 
 def parse_subset(text: str, choices: Sequence[str], option: str, noun: str,
-                 empty: str) -> tuple[str, ...]:
+                 empty: str, required: dict[str, str] | None = None) -> tuple[str, ...]:
     """The names of a comma-separated ``option`` value, in the order of ``choices``.
 
-    An unknown name, or none, ends in one line that lists the choices.
+    An unknown name, or none, ends in one line that lists the choices; a missing
+    name of ``required`` (name -> why it is needed) in one line that says why.
 
     Examples
     --------
@@ -90,6 +93,10 @@ def parse_subset(text: str, choices: Sequence[str], option: str, noun: str,
     Traceback (most recent call last):
     ...
     topokit.errors.InvalidInputError: --abc: unknown letter 'z'; give a ... subset of a,b
+    >>> parse_subset("a", ("a", "b"), "--abc", "letter", "none", {"b": "a needs b"})
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: --abc must include b: a needs b
     """
     from topokit.errors import InvalidInputError
 
@@ -99,7 +106,39 @@ def parse_subset(text: str, choices: Sequence[str], option: str, noun: str,
         got = f"unknown {noun} {unknown[0]!r}" if unknown else empty
         raise InvalidInputError(f"{option}: {got}; give a comma-separated subset of "
                                 f"{','.join(choices)}")
+    for name, why in (required or {}).items():
+        if name not in names:
+            raise InvalidInputError(f"{option} must include {name}: {why}")
     return tuple(name for name in choices if name in names)
+
+
+def parse_ints(text: str, option: str, *, at_least: int,
+               count: int | None = None) -> tuple[int, ...]:
+    """The integers of a comma-separated ``option`` value, in the order given.
+
+    Each must be at least ``at_least``, and with ``count`` there must be exactly that
+    many; otherwise one line says what to give.
+
+    Examples
+    --------
+    >>> parse_ints("200, 201", "--seeds", at_least=3)
+    (200, 201)
+    >>> parse_ints("1,x", "--seeds", at_least=3, count=2)
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: --seeds: give 2 comma-separated integers >= 3; got '1,x'
+    """
+    from topokit.errors import InvalidInputError
+
+    try:
+        values = tuple(int(part) for part in str(text).split(","))
+    except ValueError:
+        values = ()
+    if not values or min(values) < at_least or count not in (None, len(values)):
+        many = "" if count is None else f"{count} "
+        raise InvalidInputError(f"{option}: give {many}comma-separated integers >= {at_least}; "
+                                f"got {text!r}")
+    return values
 
 
 def run_quick(main: Callable[[bool], Any]) -> None:
@@ -138,6 +177,217 @@ def ratio_figure(table, by: Sequence[str], methods: Sequence[str], ylabel: str,
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def ratio_panels(ratios, methods: Sequence[str], *, ylabel: str, panel: str = "skewness",
+                 colour: str = "model", title: str = "skewness K = {:g}",
+                 slower_at_most: float = 1.02):
+    """Each method's ratio to the reference (rows of ``ratios_to_reference``), one panel per
+    value of ``panel`` (titled ``title.format(value)``): a box over the settings, and each
+    setting's ratio with its bootstrap interval, one colour per value of ``colour``; lines
+    at 1 and ``slower_at_most``, log scale."""
+    import numpy as np
+
+    from topokit.plotting._style import new_figure
+
+    values = sorted(ratios[panel].unique())
+    fig = new_figure("scatter", ncols=len(values))
+    fig.set_size_inches(max(5.0, 0.6 * len(methods) + 1.0) * len(values), 4.4)
+    jitter = np.random.default_rng(0)
+    for k, value in enumerate(values):
+        axis = fig.add_subplot(1, len(values), k + 1)
+        _ratio_panel(axis, ratios[ratios[panel] == value], methods, colour, jitter,
+                     slower_at_most)
+        axis.set_title(title.format(value))
+        if k == 0:
+            axis.set_ylabel(ylabel)
+            axis.legend(fontsize=7)
+    return fig
+
+
+def _ratio_panel(axis, part, methods: Sequence[str], colour: str, jitter,
+                 slower_at_most: float) -> None:
+    from matplotlib.ticker import FormatStrFormatter
+
+    axis.boxplot([part.loc[part["method"] == m, "ratio"] for m in methods],
+                 positions=range(len(methods)), widths=0.6, showfliers=False)
+    for offset, (label, group) in enumerate(part.groupby(colour)):
+        for x, method in enumerate(methods):
+            sub = group[group["method"] == method]
+            xs = x - 0.15 + 0.3 * offset + jitter.uniform(-0.08, 0.08, len(sub))
+            axis.errorbar(xs, sub["ratio"], yerr=[sub["ratio"] - sub["ci_low"],
+                                                  sub["ci_high"] - sub["ratio"]],
+                          fmt="o", ms=3, lw=0.6, alpha=0.6, color=f"C{offset}",
+                          label=label if x == 0 else None)
+    axis.axhline(1.0, color="grey", lw=0.8)
+    axis.axhline(slower_at_most, color="grey", lw=0.5, ls=":")
+    axis.set_yscale("log")
+    axis.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    axis.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    axis.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=8)
+
+
+def print_speedups(speedups: dict, methods: Sequence[str], reference: str = "NDLF",
+                   group: str = "skewness") -> None:
+    """Print ``geometric_speedups``' table: a row per method of ``methods``, a column per
+    group.
+
+    Examples
+    --------
+    >>> print_speedups({"0": {"mine": 1.25}, "all": {"mine": 1.5}}, ["mine", "other"])
+    <BLANKLINE>
+    Geometric-mean speed-up over NDLF (NDLF's time / the method's), by skewness:
+    method               0      all
+    mine             1.250    1.500
+    other              nan      nan
+    """
+    print(f"\nGeometric-mean speed-up over {reference} ({reference}'s time / the method's), "
+          f"by {group}:")
+    width = max([13, *(len(method) + 1 for method in methods)])
+    print(f"{'method':<{width}}" + "".join(f"{k:>9}" for k in speedups))
+    for method in methods:
+        print(f"{method:<{width}}" + "".join(f"{v.get(method, float('nan')):>9.3f}"
+                                            for v in speedups.values()))
+
+
+def print_ceilings(ceilings: dict, reference: str = "NDLF", label: str = "K") -> None:
+    """Print ``hindsight_ceiling``'s speed-ups, one line per model (``ceilings``: model ->
+    group label -> speed-up).
+
+    Examples
+    --------
+    >>> print_ceilings({"logreg": {"0": 1.1, "all": 1.25}})  # doctest: +NORMALIZE_WHITESPACE
+    Hindsight ceiling (logreg): the best trained topology of each setting by its measured
+    median, geometric-mean speed-up over NDLF: K 0 1.100x, K all 1.250x
+    """
+    for model, ceiling in ceilings.items():
+        print(f"Hindsight ceiling ({model}): the best trained topology of each setting by its "
+              f"measured median, geometric-mean speed-up over {reference}: "
+              + ", ".join(f"{label} {k} {v:.3f}x" for k, v in ceiling.items()))
+
+
+def print_win_rates(method: str, wins: dict) -> None:
+    """Print ``win_rates``' settings won / tied / lost by ``method`` and its win rates, one
+    line per other method.
+
+    Examples
+    --------
+    >>> print_win_rates("mine", {"ndlf": {"wins": 3, "ties": 0, "losses": 1,
+    ...                                   "win_rate": 0.75, "trial_win_rate": 0.7}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    <BLANKLINE>
+    mine against each method (settings won / tied / lost on the paired median; share of
+    paired trials won):
+      vs ndlf                   3 /   0 /   1  win rate 0.75  trials 0.70
+    """
+    print(f"\n{method} against each method (settings won / tied / lost on the paired median; "
+          "share of paired trials won):")
+    for other, w in wins.items():
+        print(f"  vs {other:<20} {w['wins']:>3} / {w['ties']:>3} / {w['losses']:>3}  "
+              f"win rate {w['win_rate']:.2f}  trials {w['trial_win_rate']:.2f}")
+
+
+def print_never(never: dict, target: float) -> None:
+    """Print ``never_reached``'s counts, one line per method.
+
+    Examples
+    --------
+    >>> print_never({"erg": {"settings_never": 1, "settings_any_never": 2, "settings": 9,
+    ...                      "runs_never": 4, "runs": 45}}, 0.88)
+    <BLANKLINE>
+    Never reaching 88% (settings: majority of trials / any trial; runs):
+      erg                    1 /   2 of 9 settings; 4 of 45 runs
+    """
+    print(f"\nNever reaching {target:.0%} (settings: majority of trials / any trial; runs):")
+    for method, n in never.items():
+        print(f"  {method:<20} {n['settings_never']:>3} / {n['settings_any_never']:>3} of "
+              f"{n['settings']} settings; {n['runs_never']} of {n['runs']} runs")
+
+
+def print_goals(goals: dict) -> None:
+    """Print whether each method met its goals (method -> [(goal, passed, numbers)]).
+
+    Examples
+    --------
+    >>> print_goals({"mine": [("faster than NDLF", True, "1.5x"), ("never slower", False, "2")]})
+    <BLANKLINE>
+    Goals for mine:
+      PASS  faster than NDLF: 1.5x
+      FAIL  never slower: 2
+    """
+    for method, checks in goals.items():
+        print(f"\nGoals for {method}:")
+        for name, passed, numbers in checks:
+            print(f"  {'PASS' if passed else 'FAIL'}  {name}: {numbers}")
+
+
+def print_ratio_summaries(summaries: dict, title: str, group: str = "skewness",
+                          label: str = "K") -> None:
+    """Print ``ratio_summaries``' geometric-mean ratio of each pair, overall and by
+    ``group`` (each value shown as ``label=value``), and the settings whose interval lies
+    below / above 1, under ``title``; nothing without a pair.
+
+    Examples
+    --------
+    >>> print_ratio_summaries({"fast/lazy": {
+    ...     "geometric_mean_ratio": 0.6, "settings": 2, "ci_below_1": 1, "ci_above_1": 0,
+    ...     "by_skewness": {"0": {"geometric_mean_ratio": 0.9},
+    ...                     "0.8": {"geometric_mean_ratio": 0.4}}}}, "Weights")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    <BLANKLINE>
+    Weights (paired median ratio per setting; geometric mean over settings, by skewness;
+    settings with the 95 % interval below / above 1):
+      fast/lazy                      0.600 (K=0 0.900, K=0.8 0.400); 1 / 0 of 2
+    """
+    if not summaries:
+        return
+    print(f"\n{title} (paired median ratio per setting; geometric mean over settings, by "
+          f"{group}; settings with the 95 % interval below / above 1):")
+    for comparison, entry in summaries.items():
+        by_group = ", ".join(f"{label}={k} {v['geometric_mean_ratio']:.3f}"
+                             for k, v in entry[f"by_{group}"].items())
+        print(f"  {comparison:<30} {entry['geometric_mean_ratio']:.3f} ({by_group}); "
+              f"{entry['ci_below_1']} / {entry['ci_above_1']} of {entry['settings']}")
+
+
+def print_ratio_table(ratios, by: Sequence[str], lead: str | None, others: Sequence[str], *,
+                      reference: str, label: str, header: str,
+                      row: Callable[[tuple], str]) -> None:
+    """Print ``ratios_to_reference``' rows, one line per setting (``row(key)`` under
+    ``header``): the reference's median time (headed ``label``), ``lead``'s ratio with its
+    interval (``*``: its design never reached the target in some trial) and the ratio of
+    each of ``others``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ratios = pd.DataFrame({"network": "a", "method": ["mine", "ndlf", "erg"],
+    ...                        "median_time": [90.0, 100.0, 300.0], "ratio": [0.9, 1.0, 3.0],
+    ...                        "ci_low": [0.8, 1.0, 2.5], "ci_high": [1.0, 1.0, 3.5],
+    ...                        "never_trials": [0, 0, 1]})
+    >>> print_ratio_table(ratios, ["network"], "mine", ["erg"], reference="ndlf",
+    ...                   label="NDLF s", header="network", row=lambda key: f"{key[0]:<7}")
+    network   NDLF s         mine [95% CI]      erg
+    a            100    0.900 [0.80-1.00]     3.000
+    """
+    wide = ratios.pivot_table(index=list(by), columns="method", values="ratio", sort=False)
+    reference_time = ratios[ratios["method"] == reference].set_index(list(by))["median_time"]
+    widths = [max(9, len(method) + 1) for method in others]
+    lead_width = max(21, len(lead) + 10) if lead else 0
+    head = f"{lead + ' [95% CI]':>{lead_width}}" if lead else ""
+    print(f"{header}{label:>9} {head}"
+          + "".join(f"{m:>{w}}" for m, w in zip(others, widths, strict=True)))
+    mine = ratios[ratios["method"] == lead].set_index(list(by)) if lead else None
+    for key, values in wide.iterrows():
+        cell = ""
+        if lead:
+            own = mine.loc[key]
+            flag = "*" if own["never_trials"] else " "
+            cell = (f"{values[lead]:>6.3f} [{own['ci_low']:.2f}-{own['ci_high']:.2f}]{flag}"
+                    .rjust(lead_width))
+        names = key if isinstance(key, tuple) else (key,)
+        print(f"{row(names)}{reference_time.loc[key]:>9.0f} {cell}"
+              + "".join(f"{values[m]:>{w}.3f}" for m, w in zip(others, widths, strict=True)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +638,31 @@ def adopt_from(saved, sources, expected, keys: dict[str, str], trials: int, targ
     return saved
 
 
+#: A part saved before run keys: ``STEM_<16 hex digits>.parquet``, one per set of topologies.
+_LEGACY_PART = re.compile(r"_[0-9a-f]{16}\.parquet$")
+
+
+def legacy_parts(folder: Path, stem: str) -> list[Path]:
+    """The parts of ``stem`` in ``folder`` written before run keys, newest first.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for name in ("toy_K0.runs.parquet", "toy_K0_0123456789abcdef.parquet",
+    ...                  "toy_K0_mlp_0123456789abcdef.parquet"):
+    ...         _ = (Path(folder) / name).write_bytes(b"")
+    ...     [path.name for path in legacy_parts(Path(folder), "toy_K0")]
+    ['toy_K0_0123456789abcdef.parquet']
+    """
+    found = [path for path in folder.glob(f"{stem}_*.parquet")
+             if _LEGACY_PART.search(path.name) and path.name[:-len(_HEX_TAIL)] == stem]
+    return sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)
+
+
+_HEX_TAIL = "_0123456789abcdef.parquet"
+
+
 def _legacy_trial_matches(rows, want, targets, columns) -> bool:
     import numpy as np
 
@@ -499,3 +774,117 @@ def cached_runs(path: Path, keys: dict[str, str], trials: int,
     for leftover in (scratch, curves_path(scratch), timings_path(scratch)):
         leftover.unlink(missing_ok=True)
     return reused, trained.assign(**{RUN_KEY: trained["topology"].map(keys).astype(object)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings: the topologies of one network at one skewness with one model, trained under keys
+# ---------------------------------------------------------------------------------------------
+
+
+class Setting(NamedTuple):
+    """The runs of one network at one skewness with one model: every topology, every trial.
+
+    ``spec`` is a :class:`topokit.validation.corpus.NetworkSpec`, ``topologies`` name ->
+    :class:`topokit.validation.corpus.CorpusEntry`; ``stem`` names its saved runs.
+
+    Examples
+    --------
+    >>> from topokit.validation.corpus import NetworkSpec
+    >>> Setting(NetworkSpec(6, example="toy"), 0.4, "logreg", {}).stem
+    'toy_K0.4_logreg'
+    """
+
+    spec: Any
+    skewness: float
+    model: str
+    topologies: dict
+
+    @property
+    def stem(self) -> str:
+        return f"{self.spec.name}_K{self.skewness:g}_{self.model}"
+
+
+def setting_keys(setting: Setting, net, settings: dict[str, Any]) -> dict[str, str]:
+    """name -> run key (:func:`run_key`) of every topology of ``setting`` on ``net``.
+
+    The settings of each key are ``settings`` (targets, training options, seed,
+    data...) with the setting's skewness and model and :func:`training_digest`.
+    """
+    settings = {"skewness": setting.skewness, "model": setting.model, **settings,
+                "training": training_digest()}
+    network = network_digest(net)
+    return {name: run_key(network, entry, settings) for name, entry in setting.topologies.items()}
+
+
+def saved_setting_runs(setting: Setting, parts: Path, keys: dict[str, str], trials: int,
+                       targets, legacy: Callable[[], Any] | None = None):
+    """The saved runs of ``setting`` (``parts``/STEM.runs.parquet).
+
+    With ``legacy``, the runs of its parts written before run keys (:func:`legacy_parts`,
+    the newest preferred) are adopted for the topologies not saved under their key
+    (:func:`adopt_from`), while the training code is the one that made them
+    (:data:`LEGACY_TRAINING`); ``legacy()`` gives the topologies' :func:`legacy_metrics`,
+    computed only when a part may be adopted.
+    """
+    saved = read_runs(parts / f"{setting.stem}.runs.parquet")
+    old = legacy_parts(parts, setting.stem)
+    if (legacy is None or not old or not reusable_runs(saved, keys, trials)[1]
+            or training_digest() != LEGACY_TRAINING):
+        return saved
+    return adopt_from(saved, (read_runs(path) for path in old), legacy(), keys, trials, targets)
+
+
+def train_setting(setting: Setting, net, parts: Path, keys: dict[str, str], trials: int,
+                  seed: int, *, targets, legacy: Callable[[], Any] | None = None, **options):
+    """(runs reused, runs trained now) of every topology of ``setting`` on ``net``.
+
+    :func:`cached_runs` of ``parts``/STEM.runs.parquet (:func:`saved_setting_runs`, with
+    ``legacy``); the topologies whose runs are not saved train through
+    :func:`topokit.validation.corpus.train_runs` (validate seeded ``seed``, at the
+    setting's skewness, with its model and ``targets``; ``options`` such as ``rounds``,
+    ``X``, ``y`` and ``predictor`` go to validate).
+    """
+    from topokit.validation.corpus import train_runs
+
+    def train(missing: list[str], scratch: Path):
+        return train_runs(net, {name: setting.topologies[name].topology for name in missing},
+                          trials, seed, setting.skewness, keys, targets=targets,
+                          output=scratch, model=setting.model, **options)
+
+    saved = saved_setting_runs(setting, parts, keys, trials, targets, legacy)
+    return cached_runs(parts / f"{setting.stem}.runs.parquet", keys, trials, train, saved=saved)
+
+
+def trained_cost(trained, model: str):
+    """One row of what was trained now: ``model``, ``n_runs`` (a copy of a run under
+    another name is no run) and their ``wall_clock`` seconds (NaN when none).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> trained = pd.DataFrame({"run_key": ["k1", "k1", "k2"], "trial": 0,
+    ...                         "wall_clock": [2.0, 2.0, 3.0]})
+    >>> trained_cost(trained, "logreg").to_dict("records")
+    [{'model': 'logreg', 'n_runs': 2, 'wall_clock': 5.0}]
+    """
+    import numpy as np
+    import pandas as pd
+
+    runs = trained.drop_duplicates([RUN_KEY, "trial"])
+    return pd.DataFrame({"model": [model], "n_runs": [len(runs)],
+                         "wall_clock": [runs["wall_clock"].sum() if len(runs) else np.nan]})
+
+
+def cost_summary(cost) -> dict[str, Any]:
+    """The runs trained now and the mean training seconds of a run, per model, of the
+    :func:`trained_cost` rows of every setting.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> cost_summary(pd.DataFrame({"model": ["mlp", "mlp", "logreg"], "n_runs": [2, 4, 0],
+    ...                            "wall_clock": [3.0, 4.0, float("nan")]}))
+    {'runs_trained': 6, 'wall_clock': {'mlp': 1.25}}
+    """
+    per_run = (cost["wall_clock"] / cost["n_runs"]).groupby(cost["model"]).mean().dropna()
+    return {"runs_trained": int(cost["n_runs"].sum()), "wall_clock": per_run.to_dict()}

@@ -1,10 +1,12 @@
-"""The weighted arms of the design benchmark (analyses/design_benchmark.py, issue 17):
-choosing methods, the arms' topologies and keys, the summary of what weights gain, the
-replayed predictions and the keyed resume of a setting."""
+"""The weighted arms of the design benchmark (analyses/design_benchmark.py): choosing
+methods, the arms' topologies and keys, the summary of what weights gain, the replayed
+predictions and the keyed resume of a setting."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -64,13 +66,17 @@ def toy_net():
     return TOY.build()
 
 
-def test_only_the_selected_methods_are_built(toy_net):
-    built = bench.shared_topologies(toy_net, 5, 3, ("ndlf", "ndlf-fastest", "random-best"))
-    assert set(built) == {"ndlf", "ndlf-fastest", "random-0", "random-1", "random-2"}
+def test_only_the_selected_methods_are_built():
+    built = bench.build_designs(TOY, (0.4,), 3, ("ndlf", "ndlf-fastest", "random-best"),
+                                ("logreg",))
+    assert list(built) == [(0.4, "logreg")]
+    assert list(built[0.4, "logreg"]["topologies"]) == [
+        "ndlf", "ndlf-fastest", "random-0", "random-1", "random-2"]
+    assert built[0.4, "logreg"]["optimize"] == {}
 
 
 def test_ndlf_fastest_is_the_social_graph_with_fastest_mixing_weights(toy_net):
-    built = bench.shared_topologies(toy_net, 5, 0, ("ndlf", "ndlf-fastest"))
+    built = corpus.named_topologies(toy_net, ("ndlf", "ndlf-fastest"), 5)
     plain, weighted = built["ndlf"], built["ndlf-fastest"]
     assert (plain.weighting, weighted.weighting) == ("lazy-metropolis", "fastest")
     assert weighted.kind == "ndlf-fastest" and weighted.topology.weights is not None
@@ -99,18 +105,22 @@ def test_keys_tell_weighted_arms_apart_and_let_equal_designs_share(toy_net):
 def test_each_model_s_optimize_arms_are_designed_by_its_predictor(monkeypatch):
     judged = []
 
-    def arms(net, counts, seed, methods, predictor="default"):
+    def arms(net, arms, *, class_counts, seed, predictor="default", **options):
         judged.append(predictor)
-        return {"optimize": corpus.CorpusEntry("optimize", "fastest", ndlf(net))}, {"optimize": {
-            "predictor_used": predictor}}
+        assert arms == {"optimize": None} and options == {"ndlf_margin": 1.0}
+        design = SimpleNamespace(topology=ndlf(net), stats={"predictor_used": predictor},
+                                 metrics=SimpleNamespace(pseudo_time=1.0))
+        return {"optimize": (corpus.CorpusEntry("optimize", "fastest", ndlf(net)), design)}
 
-    monkeypatch.setattr(bench, "optimize_arms", arms)
+    monkeypatch.setattr(corpus, "optimize_entries", arms)
     designs = bench.build_designs(TOY, (0.0, 0.8), 0, ("optimize", "ndlf"), ("logreg", "mlp"))
     assert set(designs) == {(0.0, "logreg"), (0.0, "mlp"), (0.8, "logreg"), (0.8, "mlp")}
     assert judged == ["default", "mlp", "default", "mlp"]  # one search per predictor
     for (_, model), built in designs.items():
-        assert built["optimize"]["optimize"]["predictor_used"] == bench.PREDICTORS[model]
-        assert set(built["topologies"]) == {"optimize", "ndlf"}
+        stats = built["optimize"]["optimize"]
+        assert stats["predictor_used"] == bench.PREDICTORS[model]
+        assert stats["weights"] == "fastest" and stats["predicted_time"] == 1.0
+        assert list(built["topologies"]) == ["optimize", "ndlf"]  # the arms first
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,8 +223,8 @@ def test_the_summary_and_figure_show_the_new_arms(capsys):
             "runs_trained": 0, "wall_clock": {}}
     bench.print_summary(result, info, 1.0)
     out = capsys.readouterr().out
-    for text in ("ndlf-fastest", "optimize/optimize-lazy-metropolis", "Goals of issue 17 for "
-                 "optimize", "optimize against each method"):
+    for text in ("ndlf-fastest", "optimize/optimize-lazy-metropolis", "Goals for optimize",
+                 "optimize against each method"):
         assert text in out
     assert "random-best is an oracle" not in out
     figure = bench.figure(result["ratios"])
@@ -297,7 +307,7 @@ def test_a_change_of_the_training_code_makes_every_key_new(toy_net, monkeypatch)
     setting = _toy_setting(toy_net)
     keys = bench.setting_keys(setting, toy_net, "data")
     assert common.training_digest() == common.training_digest()  # deterministic
-    monkeypatch.setattr(bench, "training_digest", lambda: "another training")
+    monkeypatch.setattr(common, "_TRAINING_DIGEST", ["another training"])
     changed = bench.setting_keys(setting, toy_net, "data")
     assert not set(changed.values()) & set(keys.values())
 
@@ -313,16 +323,22 @@ def _legacy_part(setting, net, parts: Path, trials: int) -> Path:
     return path
 
 
+def _saved(setting, net, parts: Path, keys: dict[str, str]) -> pd.DataFrame:
+    """The setting's saved runs as run_setting reads them (2 trials), old parts adopted."""
+    legacy = partial(common.legacy_metrics, net, setting.topologies,
+                     bench.network_seed(setting.spec.name), 2)
+    return common.saved_setting_runs(setting, parts, keys, 2, bench.TARGETS, legacy)
+
+
 def test_old_parts_are_adopted_only_by_todays_training_code(toy_net, tmp_path, monkeypatch):
     setting = _toy_setting(toy_net)
     _legacy_part(setting, toy_net, tmp_path, 2)
     keys = bench.setting_keys(setting, toy_net, "data")
-    saved = bench.saved_runs(setting, toy_net, tmp_path, keys, 2)
-    reused, missing = common.reusable_runs(saved, keys, 2)
+    reused, missing = common.reusable_runs(_saved(setting, toy_net, tmp_path, keys), keys, 2)
     assert missing == [] and len(reused) == 3 * 2 * len(bench.TARGETS)
-    monkeypatch.setattr(bench, "training_digest", lambda: "another training")
+    monkeypatch.setattr(common, "_TRAINING_DIGEST", ["another training"])
     keys = bench.setting_keys(setting, toy_net, "data")
-    saved = bench.saved_runs(setting, toy_net, tmp_path, keys, 2)
+    saved = _saved(setting, toy_net, tmp_path, keys)
     assert common.reusable_runs(saved, keys, 2)[1] == list(setting.topologies)
 
 
@@ -334,5 +350,5 @@ def test_old_parts_of_another_design_are_not_adopted(toy_net, tmp_path):
                                          topokit.Topology(ndlf(toy_net).edges, toy_net.nodes[:2]))
     setting = setting._replace(topologies=changed)
     keys = bench.setting_keys(setting, toy_net, "data")
-    saved = bench.saved_runs(setting, toy_net, tmp_path, keys, 2)
+    saved = _saved(setting, toy_net, tmp_path, keys)
     assert common.reusable_runs(saved, keys, 2)[1] == ["ndlf"]

@@ -234,6 +234,41 @@ def test_ratio_summary_is_the_geometric_mean_and_the_intervals_off_one():
         "ci_below_1": 1, "ci_above_1": 1}
 
 
+def test_best_per_trial_is_the_fastest_random_topology_of_each_trial(rows):
+    columns = [*SETTING, "trial", "method", "time", "censored"]
+    best = compare.best_per_trial(rows[columns], "random", by=SETTING)
+    others = rows.loc[rows["method"] != "random", columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(best.iloc[:len(others)], others)
+    chosen = best.iloc[len(others):].set_index([*SETTING, "trial"])
+    assert set(chosen["method"]) == {"random-best"}
+    for key, trial_rows in rows[rows["method"] == "random"].groupby([*SETTING, "trial"]):
+        assert chosen.loc[key, "censored"] == trial_rows["censored"].min()
+    assert len(chosen) == 12 * 4
+    renamed = compare.best_per_trial(rows[columns], "random", by=SETTING, name="oracle")
+    assert set(renamed["method"]) == {*METHODS, "oracle"}
+
+
+def test_best_per_trial_without_candidates_leaves_the_table(times):
+    pd.testing.assert_frame_equal(compare.best_per_trial(times, "random", by=SETTING),
+                                  times.reset_index(drop=True))
+
+
+def test_ratio_summaries_summarise_each_pair_overall_and_by_group(times):
+    pairs = [("optimize", "ndlf"), ("autotag", "erg")]
+    ratios = compare.paired_ratios(times, pairs, by=SETTING, seed=SEED)
+    summaries = compare.ratio_summaries(ratios, group="skewness")
+    assert list(summaries) == ["optimize/ndlf", "autotag/erg"]
+    for top, bottom in pairs:
+        mine = ratios[(ratios["top"] == top) & (ratios["bottom"] == bottom)]
+        entry = summaries[f"{top}/{bottom}"]
+        assert entry == {**compare.ratio_summary(mine), "by_skewness": {
+            "0": compare.ratio_summary(mine[mine["skewness"] == 0.0]),
+            "0.8": compare.ratio_summary(mine[mine["skewness"] == 0.8])}}
+    assert "by_skewness" not in compare.ratio_summaries(ratios)["autotag/erg"]
+    by_model = compare.ratio_summaries(ratios, group="model")["optimize/ndlf"]["by_model"]
+    assert list(by_model) == ["logreg", "mlp"]
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs
 # --------------------------------------------------------------------------------------------
@@ -248,6 +283,11 @@ def test_a_missing_column_or_method_is_named(times):
         compare.win_rates(times, "nope", by=SETTING)
     with pytest.raises(InvalidInputError, match="at least one"):
         compare.paired_ratios(times, [], by=SETTING)
+    with pytest.raises(InvalidInputError, match="lacks column.*'censored'"):
+        compare.best_per_trial(times.drop(columns="censored"), "random", by=SETTING)
+    with pytest.raises(InvalidInputError, match="lacks column.*'bound'"):
+        compare.ratio_summaries(compare.paired_ratios(times, [("erg", "ndlf")], by=SETTING),
+                                group="bound")
 
 
 def test_bad_bootstrap_settings_are_refused():

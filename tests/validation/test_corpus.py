@@ -235,3 +235,105 @@ def test_bad_corpus_settings_are_refused(toy):
         corpus.corpus_topologies(toy, 0, n_random_dp=-1)
     with pytest.raises(InvalidInputError, match="weighting must be one of"):
         corpus.weighted_topology(toy.topology, toy, "uniform", 0)
+    with pytest.raises(InvalidInputError, match="names must be a sequence of ndlf"):
+        corpus.named_topologies(toy, ["ndlf", "ring"], 0)
+    with pytest.raises(InvalidInputError, match="n_random"):
+        corpus.named_topologies(toy, ["ndlf"], 0, n_random=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# The designs of a benchmark, and its runs with their predictions
+# --------------------------------------------------------------------------------------------
+
+
+def test_named_topologies_come_in_their_order_each_keyed_by_the_seed(toy):
+    from topokit._random import keyed_seed
+    from topokit.design import autotag
+    from topokit.design.baselines import erg, exponential_graph
+
+    built = corpus.named_topologies(toy, list(reversed(corpus.NAMED_TOPOLOGIES)), 5,
+                                    n_random=2)
+    assert list(built) == [*corpus.NAMED_TOPOLOGIES, "random-0", "random-1"]
+    assert [e.kind for e in built.values()] == [*corpus.NAMED_TOPOLOGIES, "random", "random"]
+    assert {name: e.weighting for name, e in built.items()
+            if e.weighting != "lazy-metropolis"} == {"ndlf-metropolis": "metropolis",
+                                                     "ndlf-fastest": "fastest"}
+    paper = autotag(toy)
+    assert built["autotag"].topology == paper.topology
+    assert built["erg"].topology == erg(toy, seed=keyed_seed(5, 1), reference=paper)
+    assert built["exponential"].topology == exponential_graph(toy, seed=keyed_seed(5, 2))
+    assert built["random-1"].topology == corpus.random_valid_topology(toy, 5, 1, None)
+    assert list(corpus.named_topologies(toy, ["dlfdp"], 5)) == ["dlfdp"]
+
+
+def test_optimize_entries_search_once_per_mixing(toy):
+    counts = np.full((toy.n_devices, 2), 10)
+    arms = corpus.optimize_entries(toy, {"mine": None, "fast": "fastest", "mh": "metropolis"},
+                                   class_counts=counts, seed=4)
+    assert arms["mine"][1] is arms["fast"][1]  # the default predictor's mixing is fastest
+    assert arms["mh"][1] is not arms["fast"][1]
+    for name, (entry, design) in arms.items():
+        assert entry.kind == name and entry.topology == design.topology
+        assert entry.weighting == design.stats["mixing"]["weights"]
+
+
+def test_benchmark_entries_design_for_trial_0s_partition_once_per_predictor(toy, monkeypatch):
+    _, y = load_digits()
+    seen = []
+
+    def entries(net, arms, *, class_counts, seed, predictor, **options):
+        seen.append((predictor, class_counts, options))
+        return {arm: (corpus.CorpusEntry(arm, "fastest", net.topology), None) for arm in arms}
+
+    monkeypatch.setattr(corpus, "optimize_entries", entries)
+    built = corpus.benchmark_entries(toy, ["ndlf"], 9, skewness=[0.0, 0.8], y=y,
+                                     arms={"optimize": None}, predictors=["a", "b", "a"],
+                                     ndlf_margin=1.0)
+    assert list(built) == [(0.0, "a"), (0.0, "b"), (0.8, "a"), (0.8, "b")]
+    assert all(list(entries) == ["optimize", "ndlf"] for entries in built.values())
+    assert [predictor for predictor, _, _ in seen] == ["a", "b", "a", "b"]
+    for (skewness, _), (_, counts, options) in zip(built, seen, strict=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = partition_class_counts(y, toy.n_devices, skewness, trial_seed(9, 0),
+                                          nodes=toy.nodes)
+        np.testing.assert_array_equal(counts, want)
+        assert options == {"ndlf_margin": 1.0}
+
+
+def test_predicted_runs_replay_validates_predictor_and_set_eq15_beside(toy, tiny):
+    from topokit.design.metrics import evaluate
+
+    entries, rows = tiny
+    _, y = load_digits()
+    predicted = corpus.predicted_runs(rows, toy, entries, predictor="paper", y=y,
+                                      skewness=0.8, check=np.ones(len(rows), bool))
+    assert "predicted_global_iterate" not in predicted.columns
+    assert (predicted["method"] == rows["kind"]).all()
+    np.testing.assert_allclose(predicted["predicted_time"], rows["pseudo_time"], rtol=1e-12)
+    for row in predicted.drop_duplicates("topology").itertuples():
+        paper = evaluate(toy, entries[row.topology].topology)
+        assert (row.pseudo_time, row.pseudo_rounds) == (paper.pseudo_time,
+                                                        paper.predicted_global_iterate)
+    with pytest.raises(InvalidInputError, match="another predictor"):
+        corpus.predicted_runs(rows, toy, entries, predictor="default", y=y, skewness=0.8,
+                              check=np.ones(len(rows), bool))
+    with pytest.raises(InvalidInputError, match="check must flag each"):
+        corpus.predicted_runs(rows, toy, entries, predictor="paper", y=y, skewness=0.8,
+                              check=[True])
+
+
+def test_cell_table_scores_each_cell_and_counts_a_repeated_run_once(table):
+    runs = corpus.held_out_predictions(table, target=TARGET).assign(model="m", key="k")
+    runs["key"] = runs["topology"] + runs["trial"].astype(str)
+    cells = corpus.cell_table(runs, by=["network", "skewness", "model"])
+    expected = [corpus.cell_scores(cell) for _, cell in
+                runs.groupby(["network", "skewness"], sort=False)]
+    assert cells.drop(columns="model").to_dict("records") == expected
+    assert set(cells["model"]) == {"m"}
+    copy = runs[runs["topology"] == "ndlf"].assign(topology="ndlf-again")
+    doubled = pd.concat([runs, copy], ignore_index=True)
+    pd.testing.assert_frame_equal(corpus.cell_table(doubled, distinct=["key"]),
+                                  corpus.cell_table(runs))
+    with pytest.raises(InvalidInputError, match="lacks column.*'bound'"):
+        corpus.cell_table(runs, by=["network", "bound"])

@@ -21,10 +21,12 @@ an upper bound when the reference never does.
 function                           what it gives
 =================================  =====================================================
 :func:`time_to_target`             the times table of a runs table at one target
+:func:`best_per_trial`             an oracle: the fastest of several topologies, each trial
 :func:`bootstrap_median_interval`  percentile interval of a median, resampled
 :func:`ratios_to_reference`        every method's paired median ratio to a reference
 :func:`paired_ratios`              paired median ratios of chosen pairs of methods
 :func:`ratio_summary`              geometric mean of the ratios, intervals off 1
+:func:`ratio_summaries`            :func:`ratio_summary` of each pair, overall and by group
 :func:`win_rates`                  settings won / tied / lost against every other method
 :func:`geometric_speedups`         geometric-mean speed-up over the reference by group
 :func:`hindsight_ceiling`          the speed-up of the best topology, chosen afterwards
@@ -48,10 +50,12 @@ from ..errors import InvalidInputError
 
 __all__ = [
     "time_to_target",
+    "best_per_trial",
     "bootstrap_median_interval",
     "ratios_to_reference",
     "paired_ratios",
     "ratio_summary",
+    "ratio_summaries",
     "win_rates",
     "geometric_speedups",
     "hindsight_ceiling",
@@ -132,6 +136,60 @@ def time_to_target(runs: pd.DataFrame, target: float, *, horizon: int) -> pd.Dat
     rounds = rows["measured_rounds"].fillna(np.inf).to_numpy(float)
     L = rows["local_iterate"].to_numpy(float)
     return rows.assign(time=rounds * L, censored=np.minimum(rounds, horizon + 1) * L)
+
+
+def best_per_trial(times: pd.DataFrame, candidates: str, *,
+                   by: Sequence[str] | str = ("network",), name: str | None = None,
+                   value: str = "censored") -> pd.DataFrame:
+    """The times table with the runs of ``candidates`` replaced by the fastest of them in
+    each trial.
+
+    Where several topologies of one method ran in every trial (random topologies, say),
+    the one with the smallest ``value`` in each (setting, trial) stays, as the method
+    ``name``.  The choice is made on the measured times: an oracle no design method
+    is, which shows what picking the best of those topologies could give at most.
+
+    Parameters
+    ----------
+    times : DataFrame
+        The times table (columns ``by``, ``trial``, ``method``, ``value``).
+    candidates : str
+        The method whose runs compete.
+    by : sequence of str, default ("network",)
+        The columns that name a setting.
+    name : str, optional
+        The method of the chosen runs (default ``f"{candidates}-best"``).
+    value : str, default "censored"
+        The time compared.
+
+    Returns
+    -------
+    DataFrame
+        The rows of the other methods, in their order, then one row per (setting,
+        trial) of the fastest candidate (index reset).  Without a run of
+        ``candidates``: the other rows.
+
+    Examples
+    --------
+    >>> times = pd.DataFrame({"network": "a", "trial": [0, 0, 0, 1, 1, 1],
+    ...                       "method": ["ndlf", "random", "random"] * 2,
+    ...                       "censored": [10.0, 12.0, 9.0, 11.0, 8.0, 14.0]})
+    >>> best_per_trial(times, "random")
+      network  trial       method  censored
+    0       a      0         ndlf      10.0
+    1       a      1         ndlf      11.0
+    2       a      0  random-best       9.0
+    3       a      1  random-best       8.0
+    """
+    by = _check_by(by)
+    _check_columns(times, [*by, "trial", "method", value], "the times table")
+    others = times[times["method"] != candidates]
+    pool = times[times["method"] == candidates]
+    if pool.empty:
+        return others.reset_index(drop=True)
+    best = pool.loc[pool.groupby([*by, "trial"])[value].idxmin()]
+    label = f"{candidates}-best" if name is None else str(name)
+    return pd.concat([others, best.assign(method=label)], ignore_index=True)
 
 
 def bootstrap_median_interval(values: ArrayLike, *, n_resamples: int = 2000,
@@ -356,6 +414,55 @@ def ratio_summary(ratios: pd.DataFrame) -> dict[str, Any]:
             "settings": int(len(ratios)),
             "ci_below_1": int((ratios["ci_high"] < 1).sum()),
             "ci_above_1": int((ratios["ci_low"] > 1).sum())}
+
+
+def ratio_summaries(ratios: pd.DataFrame, *,
+                    group: str | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`ratio_summary` of each pair of :func:`paired_ratios`, over every setting and,
+    with ``group``, over the settings of each value of that column.
+
+    Parameters
+    ----------
+    ratios : DataFrame
+        Rows of :func:`paired_ratios` (columns ``top``, ``bottom``, ``ratio``,
+        ``ci_low``, ``ci_high`` and ``group``).
+    group : str, optional
+        A column of the settings, such as ``"skewness"``.
+
+    Returns
+    -------
+    dict
+        ``"top/bottom"`` (in the order the pairs first appear) -> the entries of
+        :func:`ratio_summary` and, with ``group``, ``f"by_{group}"``: value ->
+        the summary of that value's settings (values sorted; numbers labelled
+        ``f"{value:g}"``, as :func:`geometric_speedups` does).
+
+    Examples
+    --------
+    >>> ratios = pd.DataFrame({"top": "fast", "bottom": "lazy", "skewness": [0.0, 0.8],
+    ...                        "ratio": [0.9, 0.4], "ci_low": [0.8, 0.3],
+    ...                        "ci_high": [1.1, 0.5]})
+    >>> summary = ratio_summaries(ratios, group="skewness")["fast/lazy"]
+    >>> round(summary["geometric_mean_ratio"], 3), summary["ci_below_1"]
+    (0.6, 1)
+    >>> {k: v["geometric_mean_ratio"] for k, v in summary["by_skewness"].items()}
+    {'0': 0.9, '0.8': 0.4}
+    """
+    _check_columns(ratios, ["top", "bottom", *([group] if group else [])], "the ratios table")
+    result = {}
+    for (top, bottom), rows in ratios.groupby(["top", "bottom"], sort=False):
+        entry = ratio_summary(rows)
+        if group is not None:
+            entry[f"by_{group}"] = {_label(value): ratio_summary(part)
+                                    for value, part in rows.groupby(group)}
+        result[f"{top}/{bottom}"] = entry
+    return result
+
+
+def _label(value: Any) -> str:
+    """A group's label: ``f"{value:g}"`` for a number, else its text."""
+    is_number = isinstance(value, (int, float, np.integer, np.floating))
+    return f"{value:g}" if is_number and not isinstance(value, bool) else str(value)
 
 
 def win_rates(times: pd.DataFrame, method: str, *, by: Sequence[str] | str = ("network",),

@@ -31,13 +31,19 @@ name                             what it is
 :func:`weightings_for`           the weightings of :data:`MIXINGS` a network's size allows
 :func:`with_weightings`          every topology in every weighting, as corpus entries
 :func:`random_valid_topology`    a seeded random valid topology (redrawn until valid)
+:func:`named_topologies`         AutoTag's design and the baselines by name, as entries
+:func:`optimize_entries`         optimize's designs for several mixing weights, as entries
+:func:`benchmark_entries`        both, per skewness: optimize's for trial 0's partition
 :func:`train_runs`               validate's runs, one training per distinct topology
 :func:`corpus_rows`              runs with kind, weighting and per-run features
 :func:`features_row`             the features of one run, for its partition
+:func:`run_class_counts`         each device's class counts in a run, as train draws them
 :func:`trial_predictions`        a predictor's time for each run's own partition
+:func:`predicted_runs`           runs with their method, weighting and predicted times
 :func:`fit_corpus_predictor`     the TrainingTimePredictor fitted on a corpus
 :func:`held_out_predictions`     every run predicted without its network
 :func:`cell_scores`              rank correlations of one (network, skewness)
+:func:`cell_table`               :func:`cell_scores` of every cell of a runs table
 :func:`judge_corpus`             the leave-network-out judgement (:class:`CorpusJudgement`)
 ===============================  =======================================================
 """
@@ -67,8 +73,8 @@ from .calibration import (
     calibrate,
     leave_network_out,
 )
-from .compare import time_to_target
-from .core import validate
+from .compare import _check_columns, time_to_target
+from .core import trial_seed, validate
 from .stats import censored_spearman
 
 __all__ = [
@@ -82,13 +88,20 @@ __all__ = [
     "weightings_for",
     "with_weightings",
     "random_valid_topology",
+    "NAMED_TOPOLOGIES",
+    "named_topologies",
+    "optimize_entries",
+    "benchmark_entries",
     "train_runs",
     "corpus_rows",
     "features_row",
+    "run_class_counts",
     "trial_predictions",
+    "predicted_runs",
     "fit_corpus_predictor",
     "held_out_predictions",
     "cell_scores",
+    "cell_table",
     "judge_corpus",
 ]
 
@@ -101,6 +114,12 @@ MIXINGS = ("lazy-metropolis", "metropolis", "fastest")
 FASTEST_MAX_DEVICES = SDP_MAX_NODES
 
 _ERG_KEY, _RANDOM_KEY, _WEIGHTS_KEY = 1, 7, 8
+# The sub-streams of :func:`named_topologies` and :func:`optimize_entries` (ERG's is shared).
+_EXPONENTIAL_KEY, _OPTIMIZE_KEY, _NAMED_WEIGHTS_KEY = 2, 3, 4
+#: The designs :func:`named_topologies` builds, in the order it returns them.
+NAMED_TOPOLOGIES = ("ndlf", "autotag", "erg", "dlfdp", "exponential", "ndlf-metropolis",
+                    "ndlf-fastest")
+_NAMED_WEIGHTING = {"ndlf-metropolis": "metropolis", "ndlf-fastest": "fastest"}
 _RANDOM_ATTEMPTS = 50
 #: What a warning about a skewness the data cannot honour says (train warns itself).
 _SKEW_WARNING = "skewness .* needs more rows"
@@ -238,6 +257,185 @@ def random_valid_topology(net: Network, seed: int, index: int, n_dp: int | None)
                             f"{_RANDOM_ATTEMPTS} draws on {net.name}")
 
 
+def named_topologies(net: Network, names: Sequence[str], seed: int, *,
+                     n_random: int = 0) -> dict[str, CorpusEntry]:
+    """AutoTag's design and the baselines of ``names`` on ``net``, and ``n_random`` random
+    valid topologies, as corpus entries.
+
+    Parameters
+    ----------
+    net : Network
+    names : sequence of str
+        Among :data:`NAMED_TOPOLOGIES`: ``ndlf``, ``autotag`` (eq. 15, the paper's
+        design), ``erg`` (DeepPrivacy-ERG with AutoTag's link count), ``dlfdp``,
+        ``exponential`` (Ying et al. 2021, seeded ring order), ``ndlf-metropolis``
+        and ``ndlf-fastest`` (the social graph with Metropolis-Hastings or
+        fastest-mixing weights).
+    seed : int
+        Keys everything random: ERG, the ring order, the first-order fastest
+        mixing (beyond 128 devices) and the random topologies.
+    n_random : int >= 0, default 0
+        Random valid topologies with a random DP set, ``random-0`` ... (kind
+        ``"random"``; :func:`random_valid_topology`).
+
+    Returns
+    -------
+    dict
+        name -> :class:`CorpusEntry` whose kind is the name (``"random"`` for
+        the random ones), in :data:`NAMED_TOPOLOGIES` order, the random ones last.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> built = named_topologies(load_example("toy"), ["ndlf-fastest", "ndlf"], 5, n_random=1)
+    >>> {name: entry.weighting for name, entry in built.items()}
+    {'ndlf': 'lazy-metropolis', 'ndlf-fastest': 'fastest', 'random-0': 'lazy-metropolis'}
+    """
+    from functools import cache, partial
+
+    from ..design import autotag
+    from ..design.baselines import dlfdp, erg, exponential_graph, ndlf
+
+    unknown = [name for name in names if name not in NAMED_TOPOLOGIES]
+    if unknown or isinstance(names, str):
+        raise InvalidInputError(f"names must be a sequence of {', '.join(NAMED_TOPOLOGIES)}; "
+                                f"got {names!r}")
+    n_random = check_int_at_least(n_random, "n_random", 0)
+    paper = cache(partial(autotag, net))  # built once: ERG takes its link count
+    weights_seed = keyed_seed(seed, _NAMED_WEIGHTS_KEY)
+    build = {
+        "ndlf": lambda: ndlf(net),
+        "autotag": lambda: paper().topology,
+        "erg": lambda: erg(net, seed=keyed_seed(seed, _ERG_KEY), reference=paper()),
+        "dlfdp": lambda: dlfdp(net),
+        "exponential": lambda: exponential_graph(net, seed=keyed_seed(seed, _EXPONENTIAL_KEY)),
+        **{name: partial(lambda w: weighted_topology(ndlf(net), net, w, weights_seed), weighting)
+           for name, weighting in _NAMED_WEIGHTING.items()},
+    }
+    entries = {name: CorpusEntry(name, _NAMED_WEIGHTING.get(name, "lazy-metropolis"), make())
+               for name, make in build.items() if name in names}
+    for k in range(n_random):
+        entries[f"random-{k}"] = CorpusEntry("random", "lazy-metropolis",
+                                             random_valid_topology(net, seed, k, None))
+    return entries
+
+
+def optimize_entries(net: Network, arms: Mapping[str, str | None], *, class_counts: Any,
+                     seed: int, predictor: Any = "default",
+                     **options: Any) -> dict[str, tuple[CorpusEntry, Any]]:
+    """:func:`~topokit.optimize`'s designs for several mixing weights, as corpus entries.
+
+    Parameters
+    ----------
+    net : Network
+    arms : dict
+        name -> the ``mixing`` optimize is asked for (one of :data:`MIXINGS`;
+        None: the predictor's default, :func:`~topokit.design.default_mixing`).
+        Arms of one mixing share one search.
+    class_counts : array-like of shape (n_devices, n_classes)
+        The devices' class counts the designs are made for.
+    seed : int
+        Keys optimize's seed (the same for every arm).
+    predictor : str, path or predictor, default "default"
+        What optimize judges designs by.
+    **options
+        Passed to optimize (``ndlf_margin`` ...).
+
+    Returns
+    -------
+    dict
+        name -> (:class:`CorpusEntry` (the name, the weights the design kept,
+        its topology), optimize's :class:`~topokit.design.DesignResult`).
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> net = load_example("toy")
+    >>> arms = optimize_entries(net, {"optimize": None, "optimize-mh": "metropolis"},
+    ...                         class_counts=np.full((net.n_devices, 2), 10), seed=0)
+    >>> [(name, entry.weighting) for name, (entry, _) in arms.items()]
+    [('optimize', 'fastest'), ('optimize-mh', 'metropolis')]
+    """
+    from ..design import default_mixing, optimize
+
+    default = default_mixing(predictor)  # one of the named weightings: searched once
+    designed: dict[str, Any] = {}
+    entries = {}
+    for name, mixing in arms.items():
+        mixing = mixing or default
+        if mixing not in designed:
+            designed[mixing] = optimize(net, predictor=predictor, class_counts=class_counts,
+                                        seed=keyed_seed(seed, _OPTIMIZE_KEY), mixing=mixing,
+                                        **options)
+        design = designed[mixing]
+        kept = (design.stats.get("mixing") or {}).get("weights", "lazy-metropolis")
+        entries[name] = (CorpusEntry(name, kept, design.topology), design)
+    return entries
+
+
+def benchmark_entries(net: Network, names: Sequence[str], seed: int, *,
+                      skewness: Sequence[float], y: Any,
+                      arms: Mapping[str, str | None] | None = None,
+                      predictors: Sequence[Any] = ("default",), n_random: int = 0,
+                      **options: Any
+                      ) -> dict[tuple[float, Any], dict[str, tuple[CorpusEntry, Any]]]:
+    """The topologies a benchmark of designs trains on ``net``, per skewness and predictor.
+
+    The named designs and random topologies (:func:`named_topologies`) are the same
+    at every skewness.  optimize's ``arms`` (:func:`optimize_entries`) are designed,
+    by each predictor, for the class counts of trial 0 at that skewness
+    (:func:`run_class_counts` of :func:`~topokit.validation.trial_seed` (seed, 0)):
+    :func:`~topokit.validate` seeded ``seed`` trains trial 0 on the partition they
+    were made for and the other trials on partitions they did not see, as a user's
+    data would differ from what the design assumed.
+
+    Parameters
+    ----------
+    net : Network
+    names : sequence of str
+        Among :data:`NAMED_TOPOLOGIES`.
+    seed : int
+        Keys everything random, as in :func:`named_topologies` and
+        :func:`optimize_entries`, and is validate's seed.
+    skewness : sequence of float
+    y : array-like
+        The labels trained on.
+    arms : dict, optional
+        name -> mixing of optimize's arms (:func:`optimize_entries`); none by default.
+    predictors : sequence, default ("default",)
+        The predictors the arms are designed by (names or paths): one search each.
+    n_random : int >= 0, default 0
+    **options
+        Passed to optimize (``ndlf_margin`` ...).
+
+    Returns
+    -------
+    dict
+        (skewness, predictor) -> name -> (:class:`CorpusEntry`, optimize's
+        :class:`~topokit.design.DesignResult`, None for the named designs), the
+        arms first.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> from topokit.training import load_digits
+    >>> built = benchmark_entries(load_example("toy"), ["ndlf"], 3, skewness=[0.0, 0.8],
+    ...                           y=load_digits()[1], arms={"optimize": None})
+    >>> {key: list(entries) for key, entries in built.items()}
+    {(0.0, 'default'): ['optimize', 'ndlf'], (0.8, 'default'): ['optimize', 'ndlf']}
+    """
+    named = named_topologies(net, names, seed, n_random=n_random)
+    built = {}
+    for value in skewness:
+        counts = run_class_counts(net, y, value, trial_seed(seed, 0))
+        for predictor in dict.fromkeys(predictors):
+            designed = optimize_entries(net, arms or {}, class_counts=counts, seed=seed,
+                                        predictor=predictor, **options)
+            built[value, predictor] = {**designed,
+                                       **{name: (entry, None) for name, entry in named.items()}}
+    return built
+
+
 def corpus_topologies(net: Network, seed: int, *, n_random_dp: int = 4,
                       n_random_social: int = 2, sparse_social: bool = True,
                       mixings: Sequence[str] = MIXINGS) -> dict[str, CorpusEntry]:
@@ -364,8 +562,21 @@ def train_runs(net: Network, topologies: Mapping[str, Topology], trials: int, se
     return pd.concat([frame, *copies], ignore_index=True)
 
 
-def _class_counts(net: Network, y: Any, skewness: float, seed: int) -> np.ndarray:
-    """The class counts of every device in the run seeded ``seed`` (train's partition)."""
+def run_class_counts(net: Network, y: Any, skewness: float, seed: int) -> np.ndarray:
+    """The class counts of every device in the run seeded ``seed``: the partition
+    :func:`~topokit.training.train` makes (without its warning about a skewness the data
+    cannot honour).
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> from topokit.training import load_digits
+    >>> from topokit.validation import trial_seed
+    >>> net = load_example("toy")
+    >>> counts = run_class_counts(net, load_digits()[1], 0.8, trial_seed(0, 0))
+    >>> counts.shape == (net.n_devices, 10)
+    True
+    """
     from ..training import partition_class_counts
 
     with warnings.catch_warnings():
@@ -417,7 +628,7 @@ def corpus_rows(frame: pd.DataFrame, net: Network, entries: Mapping[str, CorpusE
     frame = frame.assign(kind=frame["topology"].map(lambda name: entries[name].kind),
                          weighting=frame["topology"].map(lambda name: entries[name].weighting),
                          base_topology=frame["topology"].str.split("/").str[0])
-    counts = {seed: _class_counts(net, y, skewness, int(seed))
+    counts = {seed: run_class_counts(net, y, skewness, int(seed))
               for seed in frame["seed"].unique()}
     cache: dict[tuple[str, int], dict] = {}  # one per run, not per target
     rows = []
@@ -460,7 +671,7 @@ def trial_predictions(frame: pd.DataFrame, net: Network, topologies: Mapping[str
     from ..design.metrics import evaluate
 
     model = load_predictor(predictor)
-    trial_nets = {seed: net.with_class_counts(_class_counts(net, y, skewness, int(seed)))
+    trial_nets = {seed: net.with_class_counts(run_class_counts(net, y, skewness, int(seed)))
                   for seed in frame["seed"].unique()}
     values = {}
     for name, seed in set(zip(frame["topology"], frame["seed"], strict=True)):
@@ -469,6 +680,75 @@ def trial_predictions(frame: pd.DataFrame, net: Network, topologies: Mapping[str
     pairs = list(zip(frame["topology"], frame["seed"], strict=True))
     return pd.DataFrame({"predicted_rounds": [values[p][0] for p in pairs],
                          "predicted_time": [values[p][1] for p in pairs]}, index=frame.index)
+
+
+def predicted_runs(frame: pd.DataFrame, net: Network, entries: Mapping[str, CorpusEntry], *,
+                   predictor: Any, y: Any, skewness: float, check: Any = None) -> pd.DataFrame:
+    """Runs of ``entries`` with what made them and the times predicted for them: a predictor's
+    for each run's partition, and eq. (15)'s of the topology beside it.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        validate's runs of the entries (:func:`train_runs`), ``topology`` naming
+        the entry.
+    net : Network
+    entries : dict
+        name -> :class:`CorpusEntry`.
+    predictor : str, path or predictor
+        As :func:`trial_predictions` takes it.
+    y : array-like
+        The labels trained on (the partitions are replayed from each run's seed).
+    skewness : float
+        The runs' ``partition``.
+    check : array-like of bool, optional
+        The runs whose validate predicted with ``predictor`` (runs trained just
+        now, say): their recomputed ``predicted_time`` must equal validate's
+        ``pseudo_time`` (relative 1e-9), a guard on the replay.
+
+    Returns
+    -------
+    DataFrame
+        ``frame`` without validate's predictions (``pseudo_time``,
+        ``predicted_global_iterate``), with ``predicted_rounds`` and
+        ``predicted_time`` (:func:`trial_predictions`), ``method`` (the entry's
+        kind), ``weighting``, and eq. (15)'s ``pseudo_rounds`` and ``pseudo_time``.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> from topokit.design.baselines import ndlf
+    >>> from topokit.training import load_digits
+    >>> net = load_example("toy")
+    >>> entries = {"social": CorpusEntry("ndlf", "lazy-metropolis", ndlf(net))}
+    >>> runs = pd.DataFrame({"topology": "social", "seed": [7, 8], "pseudo_time": 0.0,
+    ...                      "predicted_global_iterate": 0.0})
+    >>> table = predicted_runs(runs, net, entries, predictor="default", y=load_digits()[1],
+    ...                        skewness=0.4)
+    >>> table.columns.tolist()[2:]
+    ['predicted_rounds', 'predicted_time', 'method', 'weighting', 'pseudo_rounds', 'pseudo_time']
+    >>> table["method"].tolist(), bool(table["pseudo_time"].iloc[0] > 0)
+    (['ndlf', 'ndlf'], True)
+    """
+    from ..design.metrics import evaluate
+
+    predicted = trial_predictions(frame, net, {n: e.topology for n, e in entries.items()},
+                                  predictor=predictor, y=y, skewness=skewness)
+    mask = np.zeros(len(frame), bool) if check is None else np.asarray(check, bool)
+    if mask.shape != (len(frame),):
+        raise InvalidInputError(f"check must flag each of the {len(frame)} runs; got shape "
+                                f"{mask.shape}")
+    if not np.allclose(predicted.loc[mask, "predicted_time"], frame.loc[mask, "pseudo_time"],
+                       rtol=1e-9, equal_nan=True):
+        raise InvalidInputError("the recomputed predictions of the checked runs differ from "
+                                "validate's: were they trained with another predictor?")
+    eq15 = {name: evaluate(net, entry.topology) for name, entry in entries.items()}
+    names = frame["topology"]
+    return frame.drop(columns=["pseudo_time", "predicted_global_iterate"]).assign(
+        **predicted, method=names.map(lambda name: entries[name].kind),
+        weighting=names.map(lambda name: entries[name].weighting),
+        pseudo_rounds=names.map(lambda name: eq15[name].predicted_global_iterate),
+        pseudo_time=names.map(lambda name: eq15[name].pseudo_time))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,6 +906,48 @@ def cell_scores(cell: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def cell_table(runs: pd.DataFrame, *, by: Sequence[str] = ("network", "skewness"),
+               distinct: Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`cell_scores` of every cell: the runs of each value of ``by``.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        The runs, with the columns :func:`cell_scores` reads and ``by``.
+    by : sequence of str, default ("network", "skewness")
+        The columns of a cell; those beyond network and skewness (a model, say)
+        are added to its row.
+    distinct : sequence of str, optional
+        Columns that identify a run (a run key and the trial): a run listed
+        under several names (two methods that gave one topology) counts once.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell, in the order the cells first appear.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"network": "a", "skewness": 0.0, "n_devices": 8,
+    ...                      "model": ["m1"] * 4 + ["m2"] * 4, "topology": ["x", "y"] * 4,
+    ...                      "time": [1.0, 2.0, 1.5, 2.5] * 2,
+    ...                      "predicted_time": [1.0, 2.0] * 4, "pseudo_time": [2.0, 1.0] * 4})
+    >>> cell_table(runs, by=["network", "skewness", "model"])[["model", "spearman", "runs"]]
+      model  spearman  runs
+    0    m1  0.894427     4
+    1    m2  0.894427     4
+    """
+    by = list(by)
+    _check_columns(runs, by, "the runs table")
+    extra = [column for column in by if column not in ("network", "skewness")]
+    rows = []
+    for key, cell in runs.groupby(by, sort=False):
+        cell = cell if distinct is None else cell.drop_duplicates(list(distinct))
+        values = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        rows.append({**cell_scores(cell), **{column: values[column] for column in extra}})
+    return pd.DataFrame(rows)
+
+
 class CorpusJudgement(NamedTuple):
     """What :func:`judge_corpus` found.
 
@@ -685,8 +1007,7 @@ def judge_corpus(corpus: pd.DataFrame, *, target: float, horizon: int) -> Corpus
     predictor = _unfitted(corpus)
     cells = leave_network_out(corpus, predictor, target=target, by=("network", "skewness"))
     predicted = held_out_predictions(corpus, predictor, target=target)
-    scores = pd.DataFrame([cell_scores(cell) for _, cell in
-                           predicted.groupby(["network", "skewness"], sort=False)])
+    scores = cell_table(predicted)
     cells = scores.drop(columns=["spearman", "spearman_paper"]).merge(
         cells[["network", "skewness", "spearman", "spearman_paper"]],
         on=["network", "skewness"], how="left")[scores.columns]
