@@ -9,6 +9,9 @@ Every case: exit status 2, one ``error:`` line, no traceback, nothing written.
    before the network file is read (or, for an example, before the design
    runs), with the estimate, what is available and how to shrink the run;
    it used to end in the catch-all "not enough memory" line after 26-60 s.
+   So are ``analyze``, ``audit``, ``validate``, ``probe`` and ``export`` of a
+   file too large to load (and to audit or design on), and an audit too large
+   for the memory once its topology is known (with the --rounds that fit).
 3. Library errors reach the command line naming the option (``--epsilon``,
    ``--trials``, ``--refit``), not the Python parameter (``epsilon``,
    ``trials``, ``calibrate(predictor=...)``).
@@ -70,10 +73,19 @@ def test_a_siot_network_too_large_to_write_is_refused_with_the_estimate(tmp_path
     memory(16 * GIB)
     out = tmp_path / "big.json"
     line = check_one_line(["generate", "siot", "--devices", "20000", "-o", str(out)],
-                          "--devices 20000", "20,000 x 20,000 delay matrix", "GiB of JSON",
+                          "--devices 20000", "20,000 x 20,000 delay matrix", "a file of about",
                           "GiB of memory to write", "16 GiB available", "or fewer")
     fits = int(line.split("--devices ")[-1].split()[0])
-    assert 9000 < fits < 11000  # 160 bytes a pair in 16 GiB: about 10,400 devices
+    assert 18000 < fits < 19000  # 50 bytes a pair in 16 GiB: about 18,500 devices
+    assert listing(tmp_path) == []
+
+
+def test_a_graphml_siot_network_needs_more_memory(tmp_path, memory):
+    """GraphML's writer holds every delay as a Python float: 75 bytes a pair, not 50."""
+    memory(16 * GIB)
+    line = check_one_line(["generate", "siot", "--devices", "16000", "-o",
+                           str(tmp_path / "big.graphml")], "GiB of memory to write")
+    assert 15000 < int(line.split("--devices ")[-1].split()[0]) < 16000
     assert listing(tmp_path) == []
 
 
@@ -86,7 +98,7 @@ def test_a_siot_network_too_large_for_the_disk_is_refused(tmp_path, memory, monk
 
 
 def test_a_siot_network_that_fits_is_written(tmp_path, memory):
-    memory(1e9)  # 160 x 16^2 bytes
+    memory(1e9)  # 50 x 16^2 bytes
     from topokit.cli import app
 
     from cli_errors import runner
@@ -186,6 +198,144 @@ def test_a_token_is_counted_once_across_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(_sizes, "_CHUNK", 7)
     path = positions_network(tmp_path / "ring.json", 40)
     assert _sizes.network_file_size(path).n_devices == 40
+
+
+@pytest.fixture
+def never_loaded(monkeypatch):
+    """Fail the test if a network file is loaded."""
+    def never(*args, **kwargs):
+        raise AssertionError("the network was loaded")
+
+    monkeypatch.setattr("topokit.network.formats.load_network", never)
+
+
+@pytest.mark.parametrize("command", [
+    ["analyze", "{net}", "--audit-rounds", "0"],
+    ["audit", "{net}", "-T", "5"],
+    ["validate", "{net}", "-t", "ndlf", "--audit-rounds", "0", "-o", "{tmp}/runs.parquet"],
+    ["probe", "{net}", "-o", "{tmp}/probes"],
+    ["export", "{tmp}/design.json", "-f", "mixing-csv", "-o", "{tmp}/w.csv", "--network",
+     "{net}"],
+])
+def test_a_network_file_too_large_to_load_is_refused_before_it_is_read(
+        tmp_path, memory, never_loaded, command):
+    path = positions_network(tmp_path / "big.json", 3000)  # 26 x 3,000^2 bytes to load
+    memory(0.1 * GIB)
+    line = check_one_line([arg.format(net=path, tmp=tmp_path) for arg in command],
+                          f"{path} holds 3,000 devices: loading it", "of memory",
+                          "an estimate", "102 MiB available", "use a network of at most")
+    fits = int(line.split("at most ")[-1].split()[0].replace(",", ""))
+    assert 500 < fits < 3000  # fewer for audit: loading, then its (n, n) arrays
+    assert listing(tmp_path) == ["big.json"]
+
+
+@pytest.mark.parametrize(("command", "keywords"), [
+    (["audit", "{net}", "-T", "50"], ("loading it and auditing them over 50 rounds of gossip",
+                                      "each thread holds an observer's workspace")),
+    (["analyze", "{net}"], ("auditing them over 50 rounds of gossip",)),
+    (["validate", "{net}", "-t", "ndlf,erg"], ("designing on it with autotag",)),
+    (["validate", "{net}", "-t", "optimize", "--audit-rounds", "0"],
+     ("designing on it with optimize",)),
+    (["probe", "{net}", "-o", "{tmp}/probes"], ("designing on it with optimize",)),
+])
+def test_a_network_too_large_to_audit_or_design_on_is_refused_before_it_is_read(
+        tmp_path, memory, never_loaded, command, keywords):
+    """Loading fits; the audit's (n, n) arrays, or the designs, do not."""
+    path = positions_network(tmp_path / "big.json", 1500)
+    memory(0.1 * GIB)  # loading: 56 MiB
+    check_one_line([arg.format(net=path, tmp=tmp_path) for arg in command],
+                   "holds 1,500 devices", *keywords, "use a network of at most")
+    assert listing(tmp_path) == ["big.json"]
+
+
+def test_an_audit_of_many_rounds_names_the_rounds_that_fit_before_reading(
+        tmp_path, memory, never_loaded):
+    """A D-SGD audit's workspace grows with the rounds: the way out names --audit-rounds."""
+    path = positions_network(tmp_path / "net.json", 300)
+    memory(0.1 * GIB)
+    line = check_one_line(["analyze", str(path), "--audit-model", "dsgd", "--audit-rounds",
+                           "1000"], "auditing them over 1,000 rounds of dsgd",
+                          "--audit-rounds", "or fewer")
+    fits = int(line.split("--audit-rounds ")[-1].split()[0])
+    assert 1 <= fits < 1000
+    assert _sizes.audit_memory(300, fits, model="dsgd") <= 0.1 * GIB
+
+
+def test_an_audit_too_large_for_its_topology_names_the_rounds_and_threads(memory, monkeypatch):
+    """Once the topology is known: the busiest observer's workspace, per thread."""
+    def never(*args, **kwargs):
+        raise AssertionError("the audit ran")
+
+    monkeypatch.setattr("topokit.audit.core.privacy_audit", never)
+    size = {"model": "dsgd", "degree": 4, "noisy": 3}  # the toy's stored topology
+    one, two = (_sizes.audit_memory(6, 1000, workers=w, **size) for w in (1, 2))
+    memory((one + two) / 2)
+    line = check_one_line(["audit", "--example", "toy", "-m", "dsgd", "-T", "1000", "-j", "2"],
+                          "auditing 6 devices over 1,000 rounds (--model dsgd)",
+                          "each of 2 thread(s)", "the busiest observer hearing 4 devices",
+                          "use --rounds", "or fewer", "use fewer --n-jobs")
+    fits = int(line.split("use --rounds ")[-1].split()[0])
+    assert _sizes.audit_memory(6, fits, workers=2, **size) <= (one + two) / 2
+    assert _sizes.audit_memory(6, fits + 1, workers=2, **size) > (one + two) / 2
+
+
+def test_the_audit_estimate_grows_with_rounds_threads_and_neighbours():
+    base = _sizes.audit_memory(500, 50, model="gossip")
+    assert base >= 49 * 500**2  # the network and the audit's (n, n) arrays
+    assert _sizes.audit_memory(500, 50, model="gossip", workers=2) > base
+    assert _sizes.audit_memory(500, 500, model="dsgd", degree=20) > \
+        _sizes.audit_memory(500, 50, model="dsgd", degree=20) > \
+        _sizes.audit_memory(500, 50, model="dsgd")
+
+
+# ---------------------------------------------------------------------------------------------
+# Network files: compact from COMPACT_FROM_DEVICES devices on
+# ---------------------------------------------------------------------------------------------
+
+def test_a_large_network_file_holds_a_delay_row_and_a_link_a_line(tmp_path):
+    from topokit import Topology
+    from topokit.network.formats import COMPACT_FROM_DEVICES, load_network
+    from topokit.network.siot import siot
+
+    net = siot(COMPACT_FROM_DEVICES, seed=0)
+    net = net.with_topology(Topology(list(net.social.edges)[:3], []))  # stays indented
+    path = save_network(net, tmp_path / "n.json")
+    lines = path.read_text().splitlines()
+    n, links = net.n_devices, net.social.number_of_edges()
+    assert sum(line.startswith("   [") for line in lines) == n  # a delay row a line
+    assert sum(line.startswith('  {"source": ') for line in lines) == links
+    assert len(lines) < 12 * n + links + 100
+    again = load_network(path)
+    assert np.array_equal(again.delay, net.delay) and again.nodes == net.nodes
+    assert again.topology == net.topology
+    assert {frozenset(edge) for edge in again.social.edges} == \
+        {frozenset(edge) for edge in net.social.edges}
+    size = _sizes.network_file_size(path)
+    assert (size.n_devices, size.delays) == (n, True)
+
+
+def test_a_compact_file_keeps_unreachable_pairs_and_every_attribute(tmp_path, monkeypatch):
+    from topokit.network import formats
+
+    monkeypatch.setattr(formats, "COMPACT_FROM_DEVICES", 1)
+    toy = load_example("toy")  # a null delay, string ids, a stored topology
+    path = save_network(toy, tmp_path / "toy.json")
+    assert '   [null, 30.0, 20.0, 45.0, 0.0, 40.0],' in path.read_text().splitlines()
+    assert formats.load_network(path) == toy
+    size = _sizes.network_file_size(path)
+    assert (size.n_devices, size.min_pairs) == (6, 14)
+
+
+def test_a_small_network_file_keeps_a_value_a_line(tmp_path):
+    """The bundled examples' layout: one value a line, byte for byte."""
+    import networkx as nx
+
+    from topokit.network.formats import network_to_graph
+
+    net = load_example("siot100")
+    path = save_network(net, tmp_path / "n.json")
+    data = nx.node_link_data(network_to_graph(net), edges="edges")
+    assert path.read_text() == json.dumps(data, indent=1) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

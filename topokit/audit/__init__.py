@@ -16,7 +16,15 @@ module                      what it holds
 from __future__ import annotations
 
 from .attack import ReconstructionAttack, reconstruction_attack
-from .core import AUDIT_MODELS, MAX_AUDIT_ROUNDS, PrivacyAudit, check_audit_rounds, privacy_audit
+from .core import (
+    AUDIT_MODELS,
+    MAX_AUDIT_ROUNDS,
+    PrivacyAudit,
+    audit_memory_needed,
+    check_audit_rounds,
+    privacy_audit,
+)
 
 __all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
-           "check_audit_rounds", "ReconstructionAttack", "reconstruction_attack"]
+           "check_audit_rounds", "audit_memory_needed", "ReconstructionAttack",
+           "reconstruction_attack"]

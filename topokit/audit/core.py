@@ -127,7 +127,7 @@ from ..network.core import Network, Topology
 from . import _kernels as kernels
 
 __all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
-           "check_audit_rounds", "device_noise"]
+           "check_audit_rounds", "device_noise", "audit_memory_needed"]
 
 #: The audit's models of what a device contributes: ``"gossip"`` (one private value,
 #: averaged) and ``"dsgd"`` (a bounded contribution every round, as in D-SGD training).
@@ -519,6 +519,41 @@ def _problem(net: Network, topology: Topology, noise: NDArray, rounds: int,
 MEMORY_FIX = "audit fewer observers (observers=...), fewer rounds, or use fewer threads (n_jobs)"
 
 
+#: Bytes per n^2 of the audit's (n, n) arrays: adjacency, W, mu, its lower bound, the
+#: social mask.
+_ARRAYS_PER_N2 = 8.0 * 5
+
+
+def _largest_workspace(problem: kernels.AuditProblem, observers: Sequence[int]) -> float:
+    """The largest workspace any of ``observers`` needs, by either method."""
+    n = problem.variance.size
+    return max((max(kernels.workspace_bytes(problem, k, n, method) for method in kernels.METHODS)
+                for k in observers), default=0.0)
+
+
+def audit_memory_needed(n_devices: int, rounds: int, *, model: str = "gossip",
+                        threads: int = 1, degree: int = 1, noisy: int = 0) -> float:
+    """Bytes a privacy audit allocates at most, before its topology is built.
+
+    The bound :func:`privacy_audit` checks before it starts: the (n, n) arrays
+    and, for each of ``threads`` threads, the workspace of an observer that
+    hears ``degree`` devices while ``noisy`` devices of the network add noise
+    (the busiest observer of a topology gives its bound).  With the defaults a
+    lower bound for any topology: every observer hears at least one device.
+
+    Examples
+    --------
+    >>> short = audit_memory_needed(100, 50, model="dsgd", degree=4, noisy=10)
+    >>> short < audit_memory_needed(100, 500, model="dsgd", degree=4, noisy=10)
+    True
+    """
+    variance = np.zeros(int(n_devices))
+    variance[:noisy] = 1.0
+    heard = (np.arange(min(int(degree), int(n_devices))),)  # observer 0 hears `degree`
+    problem = kernels.AuditProblem(None, heard, variance, int(rounds), True, model)
+    return _ARRAYS_PER_N2 * float(n_devices) ** 2 + threads * _largest_workspace(problem, [0])
+
+
 def _check_memory(n: int, rounds: int, problem: kernels.AuditProblem | None = None,
                   observers: Sequence[int] = (), threads: int = 1) -> None:
     """Refuse, before allocating, an audit whose arrays cannot fit in memory.
@@ -526,10 +561,8 @@ def _check_memory(n: int, rounds: int, problem: kernels.AuditProblem | None = No
     Without ``problem``: the (n, n) arrays (adjacency, W, mu, the social mask),
     checked before they are built; with it, also every thread's largest workspace.
     """
-    largest = 0.0 if problem is None else max(
-        (max(kernels.workspace_bytes(problem, k, n, method) for method in kernels.METHODS)
-         for k in observers), default=0.0)
-    check_fits_in_memory(8.0 * 5 * n * n + threads * largest,
+    largest = 0.0 if problem is None else _largest_workspace(problem, observers)
+    check_fits_in_memory(_ARRAYS_PER_N2 * n * n + threads * largest,
                          f"a privacy audit of {n} devices over {rounds} rounds", MEMORY_FIX)
 
 

@@ -58,6 +58,21 @@ def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[obje
     return 1.0, "z = 1"
 
 
+def _check_audit_memory(net, topology, noise, rounds: int, model: str, workers: int) -> None:
+    """Refuse an audit of the loaded network that the memory available cannot hold, sized
+    by its busiest observer and the devices that add noise."""
+    from collections import Counter
+
+    from ._sizes import check_audit_memory
+
+    degrees = Counter(node for edge in topology.edges for node in edge)
+    levels = noise.values() if isinstance(noise, dict) else (
+        [noise] * len(topology.dp_devices))
+    check_audit_memory(net.n_devices, rounds, model=model, workers=workers,
+                       degree=max(degrees.values(), default=0),
+                       noisy=sum(1 for level in levels if level > 0))
+
+
 def _check_options(rounds: int, noise_multiplier: float | None, delta: float | None,
                    n_jobs: int, plot: Path | None, model: str) -> None:
     """Every option, named as the user wrote it, before any work."""
@@ -113,17 +128,25 @@ def audit_command(
     --eavesdropper audits one listening on the links into it.  --model dsgd
     audits decentralized SGD, where a device's contribution enters every round.
     """
+    from .._jobs import worker_count
     from ..audit.core import MEMORY_FIX, privacy_audit
+    from ._sizes import audit_run, check_network_file
     from .design import _check_topology_path
 
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
     _check_topology_path(topology)
+    workers = worker_count(n_jobs)
+    check_network_file(network, audit_run(rounds, model=model, workers=workers),
+                       example=example)
     net = resolve_network(network, example)
     chosen, source = _topology(net, topology)
     noise, noise_text = _noise(net, topology, noise_multiplier)
+    _check_audit_memory(net, chosen, noise, rounds, model, workers)
     with naming_options(_AUDIT_OPTIONS, {MEMORY_FIX: "audit fewer --rounds, or use fewer "
                                                      "--n-jobs (threads)"}), \
             reporting_progress("observers", total=net.n_devices, quiet=as_json) as report:
+        if report is not None:  # the bar from the start: an observer can take minutes
+            report(0, net.n_devices)
         audit = privacy_audit(net, chosen, rounds=rounds, noise_multiplier=noise,
                               delta=delta, observer_knows_own_noise=knows_own_noise,
                               model=model, n_jobs=n_jobs, progress=report)

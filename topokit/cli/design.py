@@ -11,6 +11,7 @@ from rich.table import Table
 from .._io import write_json
 from ..design import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
+from ._sizes import siot_devices_help
 
 if TYPE_CHECKING:  # the report imports the predictors (scikit-learn): loaded per command
     from ..design.report import StrangerAudit
@@ -121,10 +122,13 @@ def analyze(
     from ..design.baselines import ndlf
     from ..design.report import metric_columns
     from ..design.time_predictor import load_predictor
+    from ._sizes import audit_run, check_network_file
 
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model)
     check_predictor_option(predictor)
     _check_topology_path(topology)
+    check_network_file(network, audit_run(audit.rounds, model=audit.model,
+                                          rounds_option="--audit-rounds"), example=example)
     net = resolve_network(network, example)
     chosen = _topology_for(net, topology) if topology else net.topology
     model = load_predictor(str(predictor)) if predictor else None
@@ -531,10 +535,7 @@ generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True, rich
 def generate_siot(
     devices: int = typer.Option(
         ..., "--devices", "-n",
-        help="Number of devices.  The file stores the n x n delay matrix (about 12 bytes a "
-             "pair: 200 MB at 4,000 devices) and writing it takes about 160 bytes of memory "
-             "a pair (2.4 GiB at 4,000): a count beyond the memory available (about 11,000 "
-             "devices with 20 GiB) or the disk is refused up front."),
+        help=siot_devices_help()),
     seed: int = typer.Option(None, "--seed", help="Seed (same seed, same network)."),
     output: Path = typer.Option(..., "--output", "-o", help="Network file (.json or .graphml)."),
     metres_per_unit: float = typer.Option(

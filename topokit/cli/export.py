@@ -93,10 +93,13 @@ def _check_outputs(output: Path, format: str) -> None:
 
 def _network(network: Path | None, example: str | None):
     """--network or --example (at most one); None: the example the design file names."""
+    from ._sizes import check_network_file
+
     if network is None and example is None:
         return None
     if network is not None and example is not None:
         raise InvalidInputError("give --network FILE or --example NAME, not both")
+    check_network_file(network, example=example)  # too large to load: refused before reading
     return resolve_network(network, example)
 
 

@@ -103,10 +103,12 @@ def probe_command(
     """
     from ..design.workload import load_workload
     from ..validation.probes import probe_index, probe_topologies
+    from ._sizes import check_network_file, design_run
 
     check_seed_option(seed)
     check_predictor_option(predictor)
     _check_folder(output)
+    check_network_file(network, design_run(["optimize"]), example=example)  # before reading
     net = resolve_network(network, example)
     settings = None if workload_file is None else load_workload(workload_file)
     with naming_options(_PROBE_OPTIONS):

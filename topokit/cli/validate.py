@@ -179,6 +179,22 @@ def _check_runs_output(output: Path | None) -> None:
             )
 
 
+def _check_network_size(network: Path | None, example: str | None, topologies: str,
+                        audit_rounds: int) -> None:
+    """Refuse, before it is read, a network file too large to load, design the
+    --topologies on (AutoTag for autotag and erg, optimize) and audit, in the memory
+    available."""
+    from ..validation.core import parse_topology_specs
+    from ._sizes import check_network_file, design_run
+
+    with naming_options(_VALIDATE_OPTIONS, _VALIDATE_PHRASES):
+        kinds = {spec.kind for spec in parse_topology_specs(topologies)}
+    methods = [method for method, asking in (("autotag", {"autotag", "erg"}),
+                                             ("optimize", {"optimize"})) if kinds & asking]
+    check_network_file(network, design_run(methods, audit_rounds=audit_rounds),
+                       example=example)
+
+
 @handles_user_errors
 def validate_command(
     network: Path = NetworkArg,
@@ -244,6 +260,7 @@ def validate_command(
     if workload_file is not None and given:
         raise InvalidInputError(f"{' and '.join(given)} come from --workload; drop them (set "
                                 "them in the workload file)")
+    _check_network_size(network, example, topologies, audit_rounds)
     net = resolve_network(network, example)
     model = load_predictor(str(predictor)) if predictor else None
     train_kwargs = {} if rounds is None else {"rounds": rounds}

@@ -108,12 +108,17 @@ def network_to_graph(net: Network) -> nx.Graph:
     ['int', 'int']
     >>> _ = json.dumps(nx.node_link_data(graph, edges="edges"))
     """
+    return _annotated_graph(net, _delay_to_json(net.delay))
+
+
+def _annotated_graph(net: Network, delay: Any) -> nx.Graph:
+    """:func:`network_to_graph` with ``delay`` as the graph's delay attribute."""
     graph = nx.Graph()
     graph.graph.update(
         {
             "topokit_format": FORMAT_VERSION,
             "name": net.name,
-            "delay": _delay_to_json(net.delay),
+            "delay": delay,
         }
     )
     if net.physical_model is not None:
@@ -544,9 +549,22 @@ def network_from_node_link(data: Any, *, source: str = "network") -> Network:
     return graph_to_network(graph, source=source)
 
 
+#: From this many devices on, a network's JSON file holds each row of the delay matrix and
+#: each social link on one line; smaller ones (the bundled examples among them) keep one
+#: value a line.  A 2,000-device SIoT network's file shrinks from 60.1 to 40.1 MB and its
+#: writing from 4.3 to 2.1 s (see topokit.cli._sizes).
+COMPACT_FROM_DEVICES = 200
+
+
 def save_network(net: Network, path: str | Path) -> Path:
-    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; round-trips exactly."""
+    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; round-trips exactly.
+
+    A JSON network of :data:`COMPACT_FROM_DEVICES` devices or more is written
+    with one line per delay-matrix row and per social link (the same values).
+    """
     path = Path(path)
+    if path.suffix.lower() != ".graphml" and net.n_devices >= COMPACT_FROM_DEVICES:
+        return atomic_write_text(path, _compact_node_link_text(net))
     graph = network_to_graph(net)
     if path.suffix.lower() == ".graphml":
         for key in ("delay", "topology", "physical_model"):
@@ -560,6 +578,35 @@ def save_network(net: Network, path: str | Path) -> Path:
         return atomic_write_text(path, text + "\n")
     data = nx.node_link_data(graph, edges="edges")
     return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _compact_node_link_text(net: Network) -> str:
+    """The node-link JSON of ``net`` laid out as ``json.dumps(..., indent=1)`` would, but
+    with each delay-matrix row and each social link on one line.
+
+    The rows are encoded one at a time from the array (never all n^2 delays as
+    Python floats at once), by json's C encoder; unique placeholders mark where
+    they go in the indented rest.
+    """
+    import uuid
+
+    marks = [f"topokit-{uuid.uuid4().hex}" for _ in range(2)]
+    data = nx.node_link_data(_annotated_graph(net, marks[0]), edges="edges")
+    links, data["edges"] = data["edges"], marks[1]
+    text = json.dumps(data, indent=1)
+    rows = (json.dumps(_delay_to_json(row)) for row in net.delay)
+    for mark, lines, depth in ((marks[0], rows, 3), (marks[1], map(json.dumps, links), 2)):
+        text = text.replace(json.dumps(mark), _json_list(list(lines), depth), 1)
+    return text + "\n"
+
+
+def _json_list(items: list[str], depth: int) -> str:
+    """A JSON list of the encoded ``items``, one a line, indented as ``indent=1`` does at
+    ``depth``."""
+    if not items:
+        return "[]"
+    inner = ",\n" + " " * depth
+    return f"[\n{' ' * depth}{inner.join(items)}\n{' ' * (depth - 1)}]"
 
 
 def load_topology(path: str | Path) -> Topology:
