@@ -193,14 +193,19 @@ def test_bad_stranger_bounds_exit_2(options, message):
     assert message in result.output and "Traceback" not in result.output
 
 
-def test_library_warnings_reach_the_cli_user_as_one_line():
+def test_library_warnings_reach_the_cli_user_as_one_message_that_fits_the_terminal():
     # optimize warns that no design meeting the bound trains to the target: the CLI shows
-    # that as one "warning:" line, not a source location and the code line under it.
-    result = run("design", "-e", "toy", "--max-stranger-mu", 0.2, "--audit-rounds", 10)
-    assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "predicted to reach" in line]
+    # that as a "warning:" message, not a source location and the code line under it,
+    # on one line of a wide terminal and wrapped at 80 columns.
+    args = ["design", "-e", "toy", "--max-stranger-mu", "0.2", "--audit-rounds", "10"]
+    wide = runner.invoke(app, args, env={"COLUMNS": "400"})
+    assert wide.exit_code == 0, wide.output
+    lines = [line for line in wide.output.splitlines() if "predicted to reach" in line]
     assert len(lines) == 1 and lines[0].startswith("warning: ")
-    assert "optimize_with_references(" not in result.output
+    assert "optimize_with_references(" not in wide.output
+    narrow = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.output.splitlines()) <= 80
+    assert "warning: " in narrow.output and "optimize_with_references(" not in narrow.output
 
 
 def test_the_dsgd_audit_model_reaches_the_columns():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from topokit.errors import (
     InvalidTopologyError,
     NetworkFileError,
     NetworkFileNotFoundError,
+    TopokitWarning,
 )
 from topokit.network.core import Topology
 from topokit.training import train
@@ -337,6 +339,22 @@ def test_calibrate_with_noise_variance():
         assert result.coefficients[key] == pytest.approx(value, rel=0.02, abs=0.05)
     plain = calibrate(synthetic_runs(with_u=True))
     assert plain.r2 < result.r2
+
+
+def test_calibrate_warns_when_a_worse_topology_is_fitted_to_fewer_rounds():
+    # Rounds that fall as H grows: the fit's hitting-time coefficient comes out negative.
+    runs = synthetic_runs()
+    runs["measured_rounds"] = 400.0 - runs["hitting_time"] + 300.0 * runs["phi"]
+    runs["measured_time"] = runs["measured_rounds"] * runs["local_iterate"]
+    wrong = r"negative coefficients \(hitting_time -1\b.*--positive"
+    with pytest.warns(TopokitWarning, match=wrong):
+        fitted = calibrate(runs)
+    assert fitted.coefficients["hitting_time"] == pytest.approx(-1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        constrained = calibrate(runs, positive=True)  # no warning: every slope >= 0
+        calibrate(synthetic_runs())
+    assert constrained.coefficients["hitting_time"] == 0.0
 
 
 def test_calibrate_skips_censored_runs_and_reads_parquet(tmp_path):

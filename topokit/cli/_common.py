@@ -51,9 +51,9 @@ def _print_error(message: str) -> None:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """A library warning as one line on stderr, as a user reads it (not a source location)."""
-    error_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False,
-                        soft_wrap=True)
+    """A library warning on stderr as a user reads it: ``warning:`` and the message, wrapped
+    at the terminal's width (not a source location and the code line under it)."""
+    error_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False)
 
 
 def handles_user_errors(command: F) -> F:

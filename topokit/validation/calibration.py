@@ -44,6 +44,7 @@ from ..errors import (
     InputFileNotFoundError,
     InvalidInputError,
     InvalidTopologyError,
+    TopokitWarning,
 )
 from ..network.core import Network, Topology
 from ..training.core import check_accuracy_threshold
@@ -701,6 +702,7 @@ def _calibrate_global_iterate(frame: pd.DataFrame, use_noise_variance: bool,
     sample = _usable_runs(chosen, _features(use_noise_variance))
     predictor = GlobalIteratePredictor(use_noise_variance=use_noise_variance, positive=positive)
     predictor.fit(sample.X, sample.y)
+    _warn_of_wrong_signs(predictor, sample.X, sample.y)
     r2 = float(predictor.score(sample.X, sample.y))
     folds = _cross_validate(predictor, sample, cv, seed)
 
@@ -721,6 +723,31 @@ def _calibrate_global_iterate(frame: pd.DataFrame, use_noise_variance: bool,
         spearman_fitted=correlation(predictor.predict(sample.X) * L, measured_time, "spearman"),
         spearman_fitted_cv=correlation(folds.predictions * L, measured_time, "spearman"),
     )
+
+
+def _warn_of_wrong_signs(predictor: GlobalIteratePredictor, X: NDArray[np.float64],
+                        y: NDArray[np.float64]) -> None:
+    """Warn when eq. (15)'s fit says a worse topology needs fewer rounds.
+
+    Every feature of eq. (15) (H, phi, U) slows training as it grows; a negative
+    coefficient, which a fit on few runs can give, predicts fewer rounds (even
+    negative ones) for slower-mixing or noisier topologies, and a search by it
+    heads for them.  A coefficient counts as negative when it moves the
+    prediction over the feature's range by more than rounding does (1e-9 of the
+    largest rounds).
+    """
+    spans = np.ptp(X, axis=0)
+    scale = 1e-9 * max(float(np.max(np.abs(y))), 1.0)
+    wrong = {name: float(c) for name, c, span in zip(predictor.feature_names, predictor.coef_,
+                                                     spans, strict=True) if -c * span > scale}
+    if wrong:
+        named = ", ".join(f"{name} {value:.3g}" for name, value in wrong.items())
+        warnings.warn(
+            f"the fit on {len(y)} runs gives negative coefficients ({named}): it predicts "
+            "fewer rounds for a topology that mixes more slowly or adds more noise, and a "
+            "design searched by it heads there; fit with positive=True (topokit calibrate "
+            "--positive), on more runs, or refit a training-time predictor (--refit default)",
+            TopokitWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------------------------
