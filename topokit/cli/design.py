@@ -54,6 +54,28 @@ def _audit_memory_phrases() -> dict[str, str]:
     return {MEMORY_FIX: "use fewer --audit-rounds (0: no audit) or a smaller network"}
 
 
+#: From this many devices the stranger audits of design and analyze draw a bar of their
+#: observers: on smaller networks they end within a second, and a bar would only add a
+#: line; on 500 devices one audit takes minutes.
+AUDIT_BAR_FROM_DEVICES = 64
+
+
+def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chosen=None,
+                     quiet: bool = False) -> dict:
+    """The report's columns (metrics and stranger audit of every topology), with a bar of
+    the audits' observers on large networks."""
+    from ..design.report import metric_columns
+
+    total = len(topologies) * net.n_devices
+    shown = audit.rounds > 0 and net.n_devices >= AUDIT_BAR_FROM_DEVICES and not quiet
+    with naming_options({}, _audit_memory_phrases()), \
+            reporting_progress("stranger audits", total=total, quiet=not shown) as report:
+        if report is not None:  # the bar from the start: one observer can take seconds
+            report(0, total)
+        return metric_columns(net, topologies, model, audit=audit, chosen=chosen,
+                              progress=report)
+
+
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
                     model: str = "gossip", workload: Any = None) -> StrangerAudit:
     """The audit options, checked and named as the user wrote them; z defaults to the noise
@@ -120,7 +142,6 @@ def analyze(
     stranger rows come from the exact privacy audit (see ``topokit audit``).
     """
     from ..design.baselines import ndlf
-    from ..design.report import metric_columns
     from ..design.time_predictor import load_predictor
     from ._sizes import audit_run, check_network_file
 
@@ -133,8 +154,8 @@ def analyze(
     chosen = _topology_for(net, topology) if topology else net.topology
     model = load_predictor(str(predictor)) if predictor else None
     label = "given topology" if topology else ("stored topology" if chosen else "social graph")
-    with naming_options({}, _audit_memory_phrases()):
-        columns = metric_columns(net, {label: chosen or ndlf(net)}, model, audit=audit)
+    columns = _audited_columns(net, {label: chosen or ndlf(net)}, model, audit,
+                               quiet=as_json)
     if as_json:
         print_json({"network": net.name, "topology": label, **columns[label],
                     "stranger_audit": audit.settings()})
@@ -241,7 +262,7 @@ def design(
     `analyze --topology`), --plot draws it.
     """
     from .._checks import check_choice
-    from ..design.report import baseline_topologies, metric_columns
+    from ..design.report import baseline_topologies
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
@@ -272,8 +293,7 @@ def design(
                 mixing=mixing, per_device_noise=not uniform_noise, ndlf_margin=ndlf_margin,
                 workload=workload)
         model = _judge(chosen, model)
-    with naming_options({}, _audit_memory_phrases()):
-        columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
+    columns = _audited_columns(net, topologies, model, audit, chosen=chosen, quiet=as_json)
     _report_design(net, network, method, chosen, columns, audit,
                    output=output, plot=plot, as_json=as_json)
 

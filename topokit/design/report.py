@@ -3,7 +3,7 @@ strangers learn from each (``topokit design``, ``topokit analyze``, the HTTP ser
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError
@@ -26,17 +26,18 @@ class StrangerAudit(NamedTuple):
     model: str = "gossip"      # the audit's model: one private value, or D-SGD's every round
 
     def columns(self, net, topology,
-                noise_multiplier: float | Mapping[Any, float] | None = None) -> dict[str, Any]:
+                noise_multiplier: float | Mapping[Any, float] | None = None,
+                progress: Callable[[int, int], Any] | None = None) -> dict[str, Any]:
         """``STRANGER_KEYS`` of the audit of ``topology`` (nothing when rounds is 0), at
         ``noise_multiplier`` if given (a bounded design's own levels: z* or device -> z),
-        else the audit's z."""
+        else the audit's z; ``progress(done, total)`` after each observer."""
         if self.rounds == 0:
             return {}
         from ..audit.core import privacy_audit
 
         z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
         summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
-                                model=self.model).summary()
+                                model=self.model, progress=progress).summary()
         return {key: summary[key] for key in STRANGER_KEYS}
 
     def settings(self) -> dict[str, Any]:
@@ -61,22 +62,30 @@ def baseline_topologies(net, design, *, seed: int) -> dict[str, Any]:
 
 
 def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: StrangerAudit,
-                   chosen=None) -> dict[str, dict[str, Any]]:
+                   chosen=None, progress: Callable[[int, int], Any] | None = None
+                   ) -> dict[str, dict[str, Any]]:
     """One column of metrics per topology, each with its stranger audit (if asked for).
 
     A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
     shown as optimize made it: its metrics and its audit at the noise it chose
-    (z*, or each DP device's own level).
+    (z*, or each DP device's own level).  ``progress(done, total)`` is called
+    after each observer of each audit (total: topologies x devices), which is
+    where the time goes on large networks.
     """
     from ..design.metrics import evaluate
 
     bound = None if chosen is None else chosen.stats.get("stranger_bound")
+    total = len(topologies) * net.n_devices
 
-    def column(name: str, topology) -> dict[str, Any]:
+    def column(k: int, name: str, topology) -> dict[str, Any]:
+        observed = None if progress is None else (
+            lambda done, _: progress(k * net.n_devices + done, total))
         if bound is not None and name == "optimize":
             return {**chosen.metrics.to_dict(),
                     **audit.columns(net, chosen.topology, bound.get(
-                        "noise_multipliers", bound["noise_multiplier"]))}
-        return {**evaluate(net, topology, predictor).to_dict(), **audit.columns(net, topology)}
+                        "noise_multipliers", bound["noise_multiplier"]), observed)}
+        return {**evaluate(net, topology, predictor).to_dict(),
+                **audit.columns(net, topology, progress=observed)}
 
-    return {name: column(name, topology) for name, topology in topologies.items()}
+    return {name: column(k, name, topology)
+            for k, (name, topology) in enumerate(topologies.items())}
