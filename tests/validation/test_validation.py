@@ -351,7 +351,7 @@ def test_calibrate_warns_when_a_worse_topology_is_fitted_to_fewer_rounds():
         fitted = calibrate(runs)
     assert fitted.coefficients["hitting_time"] == pytest.approx(-1.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", TopokitWarning)
         constrained = calibrate(runs, positive=True)  # no warning: every slope >= 0
         calibrate(synthetic_runs())
     assert constrained.coefficients["hitting_time"] == 0.0

@@ -747,7 +747,7 @@ def _warn_of_wrong_signs(predictor: GlobalIteratePredictor, X: NDArray[np.float6
             "fewer rounds for a topology that mixes more slowly or adds more noise, and a "
             "design searched by it heads there; fit with positive=True (topokit calibrate "
             "--positive), on more runs, or refit a training-time predictor (--refit default)",
-            TopokitWarning, stacklevel=3)
+            TopokitWarning, stacklevel=4)
 
 
 # ---------------------------------------------------------------------------------------------
