@@ -33,9 +33,6 @@ from .errors import (
     InvalidTopologyError,
     TopokitError,
 )
-from .network.core import Network, Topology
-from .network.examples import list_examples, load_example
-from .network.formats import load_network, load_topology, save_network, save_topology
 
 _compat.install()
 # ``topokit.autotag`` names the function (loaded on first use, below).  The module
@@ -52,6 +49,7 @@ _LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli
 # design API; the kernels' names here).
 _LAZY_ATTRIBUTES = {
     **_design_package._LAZY_ATTRIBUTES,
+    **_design_package._NETWORK_MODEL,
     **{name: ("topokit.kernels", name) for name in (
         "hitting_time_and_gap", "hitting_times", "lazy_metropolis", "max_hitting_time",
         "metropolis", "spectral_gap")},

@@ -30,16 +30,19 @@ common intervals, spelled out.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from numbers import Real
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import DisconnectedGraphError, InvalidInputError
+
+if TYPE_CHECKING:  # networkx loads with the network model, not with these checks
+    import networkx as nx
 
 __all__ = [
     "check_int",
@@ -89,7 +92,8 @@ def as_matrix_stack(
     Returns the stack as a contiguous float64 array of shape (k, n, n) and
     whether the input was a single matrix (so callers can squeeze the result).
     """
-    if isinstance(matrix, nx.Graph):
+    networkx = sys.modules.get("networkx")  # a graph exists only once networkx is loaded
+    if networkx is not None and isinstance(matrix, networkx.Graph):
         raise InvalidInputError(
             f"{name} must be an array; got a networkx graph. "
             "Use topokit.lazy_metropolis(G) to build its transition matrix."
@@ -294,6 +298,8 @@ def check_in_open_unit_interval(value: Any, name: str) -> float:
 
 def check_connected(graph: nx.Graph, what: str = "the social graph") -> None:
     """Raise :class:`DisconnectedGraphError` naming the components if ``graph`` is not connected."""
+    import networkx as nx
+
     if graph.number_of_nodes() == 0:
         raise InvalidInputError(f"{what} has no nodes")
     if not nx.is_connected(graph):
@@ -413,6 +419,8 @@ def graph_adjacency(graph: nx.Graph, nodelist: list | None = None) -> NDArray[np
 
     No self-loops.
     """
+    import networkx as nx
+
     if graph.is_directed():
         raise InvalidInputError("expected an undirected graph; got a directed one")
     nodes = list(graph) if nodelist is None else nodelist

@@ -1,7 +1,8 @@
 """``import topokit`` and ``topokit --help`` load none of the heavy dependencies.
 
 scikit-learn (with pandas and scipy.stats behind it) and Numba cost about a second of
-CPU to import; the predictors and kernels that need them load when first used.
+CPU to import, networkx a tenth; the network model, the predictors and the kernels that
+need them load when first used (``python -m analyses.startup`` measures the cost).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import sys
 
 import pytest
 
-HEAVY = ("sklearn", "pandas", "numba", "scipy.stats", "dask", "cvxpy", "matplotlib", "torch")
+HEAVY = ("sklearn", "pandas", "numba", "scipy.stats", "dask", "cvxpy", "matplotlib", "torch",
+         "networkx")  # the network model: 0.1 s of CPU that topokit --help does not need
 
 
 @pytest.mark.parametrize("statement", ["import topokit", "import topokit.cli",

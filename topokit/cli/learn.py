@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import typer
 
@@ -18,6 +18,9 @@ from .._checks import check_choice, check_output_path
 from .._io import atomic_paths, dumps_json, write_json
 from ..errors import InvalidInputError
 from ._common import check_output_option, check_plot_path, check_seed_option
+
+if TYPE_CHECKING:  # networkx loads when a command runs, not for topokit --help
+    import networkx as nx
 
 __all__ = ["app", "learn_command", "learn_federated_command"]
 
@@ -40,6 +43,8 @@ def _graph_file_data(graph: nx.Graph, name: str, *, seed: int | None) -> dict:
     annotated = network_to_graph(net)
     for u, v, weight in graph.edges(data="weight"):
         annotated[u][v]["weight"] = float(weight)
+    import networkx as nx
+
     return nx.node_link_data(annotated, edges="edges")
 
 

@@ -45,15 +45,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..network.core import Network, Topology
-from ..network.examples import list_examples, load_example
-from ..network.formats import (
-    load_network,
-    load_noise_multipliers,
-    load_topology,
-    save_network,
-    save_topology,
-)
 from ._defaults import DEFAULT_AUDIT_ROUNDS
 from .workload import Workload, load_workload
 
@@ -78,7 +69,17 @@ _SEARCH_AND_JUDGE = {
     "shipped_predictor_for": "time_predictor", "workload_ceiling": "time_predictor",
     "workload_outside": "time_predictor",
 }
+# The network model loads on first use too: networkx and the file readers are not needed
+# to print ``topokit --help``.
+_NETWORK_MODEL = {
+    **{name: ("topokit.network.core", name) for name in ("Network", "Topology")},
+    **{name: ("topokit.network.examples", name) for name in ("list_examples", "load_example")},
+    **{name: ("topokit.network.formats", name) for name in (
+        "load_network", "load_noise_multipliers", "load_topology", "save_network",
+        "save_topology")},
+}
 _LAZY_ATTRIBUTES = {
+    **_NETWORK_MODEL,
     **{name: (f"topokit.design.{module}", name) for name, module in _SEARCH_AND_JUDGE.items()},
     "batch_analyze": ("topokit.design.batch", "batch_analyze"),
     "validate": ("topokit.validation.core", "validate"),
@@ -125,8 +126,8 @@ __all__ = [
     "Candidate",
     "Trace",
     "PHASES",
-    *_LAZY_ATTRIBUTES,
 ]
+__all__ += [name for name in _LAZY_ATTRIBUTES if name not in __all__]
 
 
 def __getattr__(name: str) -> Any:
