@@ -780,7 +780,7 @@ def _cgp(pairs, rules, graph, fund, search, snaps):
             if stage_b:
                 return
             continue  # every pair discarded: stage B next
-        _accept(chosen, PHASE_CGP, pairs, rules, graph, fund, search, snaps)
+        _accept(chosen, np.int64(PHASE_CGP), pairs, rules, graph, fund, search, snaps)
         n_active -= 1
         if _no_better_snapshot_left(pairs, rules, graph, search, snaps):
             return
@@ -840,11 +840,13 @@ def run_budget(n_budget, n_dev, pi, pj, social, t, deg_s, coef_h, coef_phi, inte
     search = _new_search(P, n_dev)
     snaps = _new_snapshots(P)
     # N and E_c^n carry over from phase to phase; each phase starts from the pairs not in E_c^n.
+    # The phases go in as int64 values, not constants: a constant argument is typed as a
+    # literal, and each literal compiles the phase (and all it calls) once more (~7 s).
     _cgp(pairs, rules, graph, fund, search, snaps)
     if not snaps.tally[_PRUNED]:
-        _scored_phase(PHASE_LCP, pairs, rules, graph, fund, search, snaps)
+        _scored_phase(np.int64(PHASE_LCP), pairs, rules, graph, fund, search, snaps)
     if not snaps.tally[_PRUNED]:
-        _scored_phase(PHASE_NEP, pairs, rules, graph, fund, search, snaps)
+        _scored_phase(np.int64(PHASE_NEP), pairs, rules, graph, fund, search, snaps)
     S = snaps.tally[_COUNT]
     return BudgetRun(snaps.accepted[:S].copy(), snaps.phase[:S].copy(), snaps.H[:S].copy(),
                      snaps.phi[:S].copy(), snaps.L[:S].copy(), snaps.pseudo[:S].copy(),
