@@ -8,10 +8,18 @@ import numpy as np
 import pytest
 
 from topokit import Network, Topology, evaluate, load_example
-from topokit.design import PHASES, Design, autotag
+from topokit.design import PHASES, Design, _autotag, autotag
 from topokit.design.baselines import dlfdp, ndlf, optimum
 from topokit.errors import DisconnectedGraphError, InvalidInputError
 from topokit.testing.naive_autotag import naive_autotag, random_network
+
+
+@pytest.fixture(autouse=True)
+def compiled_kernel_only(monkeypatch):
+    """These tests check the compiled kernel (against the plain reference): every network
+    runs it, also those that autotag would give the plain loops (tests/design/
+    test_autotag_plain.py checks those)."""
+    monkeypatch.setattr(_autotag, "PLAIN_MAX_DEVICES", 0)
 
 NETWORKS = [(4 + seed % 9, seed) for seed in range(18)]
 

@@ -21,6 +21,14 @@ from topokit.network.siot import siot
 from topokit.testing.naive_autotag import naive_autotag, random_network
 
 
+@pytest.fixture(autouse=True)
+def compiled_kernel_only(monkeypatch):
+    """These tests check the compiled kernel (against the plain reference): every network
+    runs it, also those that autotag would give the plain loops (tests/design/
+    test_autotag_plain.py checks those)."""
+    monkeypatch.setattr(_autotag, "PLAIN_MAX_DEVICES", 0)
+
+
 def _same_design(one, two):
     assert one.topology == two.topology and one.n == two.n and one.metrics == two.metrics
     assert len(one.candidates) == len(two.candidates)

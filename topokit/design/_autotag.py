@@ -24,6 +24,7 @@ from ..errors import InvalidInputError
 from ..kernels import available_memory as _available_memory  # tests patch it
 from ..network.core import Network, Topology
 from . import _autotag_kernels as _incremental
+from ._autotag_plain import plain_budget
 from .metrics import evaluate
 from .predictor import GlobalIteratePredictor
 from .result import PHASES, Candidate, Design, Trace
@@ -441,9 +442,20 @@ def _prune_every(V: int) -> int:
     return max(1, V // 16)
 
 
+#: Up to this many devices AutoTag runs its budgets as plain Python loops
+#: (``topokit.design._autotag_plain``, 1-25 ms a network) instead of the compiled kernel,
+#: whose first compile costs about 25 s of CPU; beyond, the kernel's speed pays for it
+#: (at 16 devices the loops take 0.1 s against the kernel's 0.01 s).
+PLAIN_MAX_DEVICES = 12
+
+
 def _run_one(problem: _Problem, n: int, coefficients: _Coefficients,
              patience: int, prune_every: int = 0) -> _incremental.BudgetRun:
     V = problem.n_dev
+    if 1 < V <= PLAIN_MAX_DEVICES:
+        return plain_budget(n, V, problem.pi, problem.pj, problem.social, problem.t,
+                            problem.deg_s, coefficients.coef_h, coefficients.coef_phi,
+                            coefficients.intercept, patience)
     if V == 1:
         empty_i = np.empty(0, dtype=np.int64)
         empty_f = np.empty(0)

@@ -4,8 +4,11 @@ It follows the pseudocode with the corrections of the paper notes and the rules
 documented in :func:`topokit.autotag.autotag`, and recomputes every hitting time
 from scratch (``hitting_matrix(adjacency)``, one n x n inverse)
 after every added link.  Plain Python sets and numpy; no incremental update, no
-trajectory sharing, no threads.  Used by the tests (agreement with the fast
-implementation) and by ``analyses/bench_autotag.py`` (the speed reference).
+trajectory sharing, no threads.  Each budget is the plain loop
+(:func:`topokit.design._autotag_plain.budget_snapshots`) that ``autotag`` itself
+runs on networks too small to pay for compiling its kernel; here it runs on every
+network.  Used by the tests (agreement with the compiled kernel) and by
+``analyses/bench_autotag.py`` (the speed reference).
 
 The pseudo time uses the predictor's linear coefficients directly (no sklearn
 call per snapshot), so the benchmark's ratio measures the algorithm, not
@@ -16,10 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from topokit.design._autotag_plain import RTOL, budget_snapshots
 from topokit.design.predictor import GlobalIteratePredictor
-from topokit.kernels import unchecked
-
-RTOL = 1e-9  # scores / pseudo times within this relative distance are ties
 
 PHASES = ("CGP", "LCP", "NEP")
 
@@ -27,128 +28,6 @@ PHASES = ("CGP", "LCP", "NEP")
 def _coefficients(predictor):
     data = (predictor or GlobalIteratePredictor()).to_dict()
     return float(data["coef"][0]), float(data["coef"][1]), float(data["intercept"])
-
-
-def hitting_matrix(adjacency):
-    """All hitting times of the Lazy-Metropolis walk on ``adjacency``: a fresh n x n inverse.
-
-    Uses the serial kernels behind ``topokit.hitting_times(topokit.lazy_metropolis(G))``
-    (same arithmetic, without the thread start-up of the stacked public kernels).
-    """
-    n = adjacency.shape[0]
-    transition = np.empty((n, n))
-    unchecked.lazy_metropolis_one(np.ascontiguousarray(adjacency, dtype=np.float64), transition)
-    times = np.empty((n, n))
-    unchecked.hitting_times_one(transition, times)
-    return times
-
-
-def _argmax_first(scores):
-    """Index (into ``scores``, a list of (score, pair)) of the best score; ties -> smallest pair."""
-    best = max(s for s, _ in scores)
-    limit = best if np.isinf(best) else best - RTOL * abs(best)
-    return min(p for s, p in scores if s >= limit)
-
-
-def _budget_run(n, V, t, social, pairs, deg_s, coefficients, nep_patience):
-    """Algorithm 2 (CGP, LCP, NEP) for one budget ``n``.
-
-    Returns ``(snaps, E)``: the snapshots, one per added link, and the added pairs in order.
-    """
-    c_h, c_phi, intercept = coefficients
-    adjacency = np.zeros((V, V))
-    E, N = [], set()
-    deg = np.zeros(V, dtype=int)
-    snaps = []
-    state = {"M": None, "best": np.inf, "stale": 0}
-
-    def components():
-        label = list(range(V))
-
-        def find(x):
-            while label[x] != x:
-                label[x] = label[label[x]]
-                x = label[x]
-            return x
-
-        for i, j in E:
-            label[find(i)] = find(j)
-        return [find(x) for x in range(V)]
-
-    def add(pair, phase):
-        i, j = pair
-        E.append(pair)
-        adjacency[i, j] = adjacency[j, i] = 1.0
-        deg[i] += 1
-        deg[j] += 1
-        if pair not in social:
-            N.update(pair)
-        M = hitting_matrix(adjacency)
-        state["M"] = M
-        H = float(M.max())
-        phi = len(N) / V
-        L = max(t[a, b] for a, b in E)
-        pseudo = (c_h * H + c_phi * phi + intercept) * L if np.isfinite(H) else np.inf
-        snaps.append((phase, pair, H, phi, L, pseudo))
-        if pseudo < state["best"] * (1 - RTOL):
-            state["best"], state["stale"] = pseudo, 0
-        else:
-            state["stale"] += 1
-
-    def try_add(pair, phase):
-        if pair in social or len(N | set(pair)) <= n:
-            add(pair, phase)
-
-    # --- CGP -------------------------------------------------------------------------------
-    L = set(pairs)
-
-    def cgp_key(p):
-        return (deg[p[0]] + deg[p[1]], p not in social, t[p], p)
-
-    while len(E) < V and L:
-        pair = min(L, key=cgp_key)
-        L.discard(pair)
-        try_add(pair, "CGP")
-    while True:
-        label = components()
-        if len(set(label)) == 1:
-            break
-        bridging = [p for p in L if label[p[0]] != label[p[1]]]
-        if not bridging:
-            break
-        pair = min(bridging, key=cgp_key)
-        L.discard(pair)
-        try_add(pair, "CGP")
-
-    def current_M():
-        if state["M"] is None:
-            state["M"] = hitting_matrix(adjacency)
-        return state["M"]
-
-    # --- LCP -------------------------------------------------------------------------------
-    L = set(pairs) - set(E)
-    while L and len(N) < n:
-        M = current_M()
-        scored = [(max(M[i, j], M[j, i]) / (t[i, j] * deg_s[i] * deg_s[j]), (i, j))
-                  for i, j in L]
-        pair = _argmax_first(scored)
-        L.discard(pair)
-        try_add(pair, "LCP")
-
-    # --- NEP -------------------------------------------------------------------------------
-    L = set(pairs) - set(E)
-    state["stale"] = 0
-    while L:
-        if nep_patience is not None and state["stale"] >= nep_patience:
-            break
-        M = current_M()
-        scored = [(max(M[i, j], M[j, i])
-                   / (t[i, j] * max(deg[i], 1) * max(deg[j], 1)), (i, j)) for i, j in L]
-        pair = _argmax_first(scored)
-        L.discard(pair)
-        try_add(pair, "NEP")
-
-    return snaps, E
 
 
 def naive_autotag(net, predictor=None, *, nep_patience=None):
@@ -172,8 +51,8 @@ def naive_autotag(net, predictor=None, *, nep_patience=None):
 
     budgets, accepted_all = [], []
     for n in range(V + 1):
-        snaps, E = _budget_run(n, V, t, social, pairs, deg_s, (c_h, c_phi, intercept),
-                               nep_patience)
+        snaps, E = budget_snapshots(n, V, t, social, pairs, deg_s, (c_h, c_phi, intercept),
+                                    nep_patience)
         budgets.append(snaps)
         accepted_all.append(list(E))
 
