@@ -9,6 +9,7 @@ Build with warnings as errors, as CI would::
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -47,6 +48,10 @@ autodoc_default_options = {"member-order": "bysource"}
 # Signatures show the annotations; the numpydoc Parameters sections say the rest.
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
+# Aliases appear as written (``ArrayLike``), not expanded into numpy's private protocol
+# union; the annotations are strings (``from __future__ import annotations``), which is
+# what lets autodoc keep the name.
+autodoc_type_aliases = {"ArrayLike": "ArrayLike", "SeedLike": "SeedLike"}
 
 # numpydoc: the class templates list members themselves, so numpydoc does not add a
 # second (partial) member table under every class.
@@ -191,7 +196,27 @@ def _document_constants(app, what, name, obj, options, lines):
     lines[:] = []
 
 
+_ALIAS_REPR = re.compile(r"TypeAliasForwardRef\('([^']+)'\)")
+
+
+def _plain_aliases(app, what, name, obj, options, signature, return_annotation):
+    """``ArrayLike | None`` as written: Sphinx 9 keeps an alias in a union as the repr of
+    its placeholder, ``TypeAliasForwardRef('ArrayLike')``."""
+    def plain(text):
+        return _ALIAS_REPR.sub(r"\1", text) if text else text
+
+    signature, return_annotation = plain(signature), plain(return_annotation)
+    if "_SupportsArray" in f"{signature}{return_annotation}":  # an alias autodoc expanded
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            f"{name}: a signature shows numpy's expanded ArrayLike; annotate with the alias "
+            "under `from __future__ import annotations` or add it to autodoc_type_aliases")
+    return signature, return_annotation
+
+
 def setup(app):
+    app.connect("autodoc-process-signature", _plain_aliases)
     app.connect("autodoc-skip-member", _skip_foreign_members)
     app.connect("autodoc-process-docstring", _document_constants)
     app.connect("env-check-consistency", _check_api_complete)
