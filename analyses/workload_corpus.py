@@ -239,6 +239,38 @@ def measure_ceilings(data: tuple[str, ...], models: tuple[str, ...]) -> dict:
             for d in data for m in models}
 
 
+#: Seeds of the ceiling probes whose median rounds to 90 % of the ceiling is a (data, model)'s
+#: trait (``probe_rounds``).
+TRAIT_SEEDS = (0, 1, 2)
+
+
+def measure_probe_rounds(data: tuple[str, ...], models: tuple[str, ...],
+                         seeds: tuple[int, ...] = TRAIT_SEEDS) -> dict:
+    """(data, model) -> (the median, the values per seed) of the rounds ``ceiling_probe`` takes
+    to 90 % of its own ceiling (``CeilingProbe.probe_rounds``; never reached: ``ROUNDS + 1``):
+    how fast the model learns with exact averaging and no noise."""
+    out = {}
+    for d in data:
+        for m in models:
+            values = [ceiling_probe(*load_data(d), model=m, rounds=ROUNDS, seed=s).probe_rounds
+                      for s in seeds]
+            values = [ROUNDS + 1 if v is None else int(v) for v in values]
+            out[d, m] = (float(np.median(values)), values)
+    return out
+
+
+def with_probe_rounds(rows: pd.DataFrame, seeds: tuple[int, ...] = TRAIT_SEEDS
+                      ) -> tuple[pd.DataFrame, dict]:
+    """``rows`` with each run's ``probe_rounds`` (its data and model's median of
+    :func:`measure_probe_rounds`), and those measurements."""
+    pairs = rows[["data", "model"]].drop_duplicates().itertuples(index=False)
+    measured = {}
+    for d, m in pairs:
+        measured.update(measure_probe_rounds((d,), (m,), seeds))
+    trait = [measured[d, m][0] for d, m in zip(rows["data"], rows["model"], strict=True)]
+    return rows.assign(probe_rounds=trait), measured
+
+
 def generate(data: tuple[str, ...], models: tuple[str, ...], n_jobs: int,
              quick: bool) -> tuple[pd.DataFrame, dict[str, dict[str, CorpusEntry]]]:
     """Every cell's runs, and the topologies of every network (name -> entries)."""

@@ -36,12 +36,19 @@ Three goal sets:
 Time-to-target is rounds x L (eq. 8); a run that never reaches the target counts as
 T + 1 = 201 rounds (slowest) and is counted apart.
 
+With ``--predictor PATH`` the ``optimize`` arm is judged by that predictor file for every
+model (a candidate for ``"workload"``, say ``analyses/workload_predictor.py --out``'s); the
+other arms' runs are those of the shipped predictors (reused from the parts folder), and
+only the candidate's design is trained.  A predictor with the trait ``probe_rounds`` is
+told it for the generated data, as the ceiling is (the median of three ceiling probes).
+
 Run (from the repository root): python -m analyses.workload_goals [--models logreg,mlp]
-[--quick].  About 10-15 min on 2 cores for logistic regression, as much again for the MLP
-(--quick: one network, 2 trials).  Writes
-analyses/out/workload_goals.{parquet,json,png}; each setting's runs are kept in
-analyses/out/workload_goals_parts/ under a key of everything they depend on (an
-interrupted call resumes, a changed input trains again).
+[--predictor PATH] [--out NAME] [--quick].  About 10-15 min on 2 cores for logistic
+regression, as much again for the MLP (--quick: one network, 2 trials).  Writes
+analyses/out/workload_goals.{parquet,json,png} (``--out NAME`` or ``--predictor PATH``:
+workload_goals_NAME.*, NAME the predictor file's stem by default); each setting's runs
+are kept in analyses/out/workload_goals_parts/ under a key of everything they depend on
+(an interrupted call resumes, a changed input trains again).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import argparse
 import time
 import warnings
 from datetime import date
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -65,7 +73,7 @@ from analyses._common import (
     training_digest,
     write_json,
 )
-from analyses.workload_corpus import generated_data
+from analyses.workload_corpus import generated_data, measure_probe_rounds
 from topokit import Workload, __version__, load_predictor, optimize, validate
 from topokit.design import predictor_at_workload
 from topokit.design.baselines import ndlf
@@ -145,10 +153,14 @@ def data_of(name: str) -> tuple[np.ndarray, np.ndarray]:
     return load_digits() if name == "digits" else generated_data()
 
 
-def workload_of(setting: Setting, ceilings: dict[str, float]) -> Workload:
+def workload_of(setting: Setting, ceilings: dict[str, float],
+                traits: dict[str, float] | None = None) -> Workload:
+    """The setting's workload; with ``traits`` (data -> probe rounds) also told how fast the
+    model learns on data other than digits, as it is told the ceiling there."""
     ceiling = None if setting.data == "digits" else ceilings[setting.data]
+    trait = None if setting.data == "digits" or not traits else traits[setting.data]
     return Workload(model=setting.model, epsilon=setting.epsilon, target=setting.target,
-                    rounds=ROUNDS, ceiling=ceiling)
+                    rounds=ROUNDS, ceiling=ceiling, probe_rounds=trait)
 
 
 def run_setting(setting: Setting, ceilings: dict[str, float], trials: int) -> pd.DataFrame:
@@ -185,6 +197,35 @@ def run_setting(setting: Setting, ceilings: dict[str, float], trials: int) -> pd
         frame = frame.assign(model=setting.model)
     frame.to_parquet(path, index=False)
     return frame
+
+
+def run_candidate(setting: Setting, ceilings: dict[str, float], trials: int,
+                  predictor_path: Path, traits: dict[str, float] | None) -> pd.DataFrame:
+    """The setting's runs with the ``optimize`` arm designed by the predictor file at
+    ``predictor_path``: the shipped arms' saved runs (:func:`run_setting`), their
+    ``optimize`` runs replaced by the candidate's (trained with the same trial seeds; saved
+    under a key of the shipped runs' and the candidate's file)."""
+    shipped = run_setting(setting, ceilings, trials)
+    X, y = data_of(setting.data)
+    net = setting.spec.build()
+    workload = workload_of(setting, ceilings, traits)
+    seed = 7 * setting.spec.seed + int(10 * setting.skewness)
+    key = digest(network_digest(net), setting.key_fields(), trials, seed, workload.to_dict(),
+                 training_digest(), predictor_path.read_bytes(), "candidate optimize arm")
+    path = out_path("workload_goals_parts") / f"{key[:24]}.parquet"
+    if not path.exists():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = validate(net, {"optimize": "optimize"}, X=X, y=y, workload=workload,
+                              trials=trials, seed=seed, partition=setting.skewness,
+                              predictor=load_predictor(predictor_path))
+        frame = result.frame.assign(network=setting.spec.name, skewness=setting.skewness,
+                                    data=setting.data, run_epsilon=setting.epsilon,
+                                    model=setting.model)
+        frame.to_parquet(path, index=False)
+    candidate = pd.read_parquet(path)
+    others = shipped[shipped["topology"] != "optimize"]
+    return pd.concat([candidate, others.assign(model=setting.model)], ignore_index=True)
 
 
 def times(runs: pd.DataFrame) -> pd.DataFrame:
@@ -232,6 +273,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="logreg,mlp",
                         help="the goal sets' models to run, comma-separated")
+    parser.add_argument("--predictor", type=Path,
+                        help="a predictor file that judges the optimize arm for every model")
+    parser.add_argument("--out", help="name the outputs workload_goals_NAME.* (default with "
+                                      "--predictor: its file's stem)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     quick, models = args.quick, tuple(args.models.split(","))
@@ -239,13 +284,24 @@ def main() -> None:
     started = time.perf_counter()
     ceilings = {"generated": ceiling_probe(*generated_data(), rounds=ROUNDS, seed=0).ceiling}
     trials = 2 if quick else TRIALS
-    runs = pd.concat([run_setting(s, ceilings, trials) for s in settings(quick, models)],
-                     ignore_index=True)
+    if args.predictor is None:
+        runs = pd.concat([run_setting(s, ceilings, trials) for s in settings(quick, models)],
+                         ignore_index=True)
+    else:
+        traits = None
+        if "probe_rounds" in load_predictor(args.predictor).features:
+            traits = {"generated": measure_probe_rounds(("generated",), ("logreg",))[
+                "generated", "logreg"][0]}
+        runs = pd.concat([run_candidate(s, ceilings, trials, args.predictor, traits)
+                          for s in settings(quick, models)], ignore_index=True)
     runs = runs.assign(model=runs["model"].fillna("logreg") if "model" in runs
                        else "logreg")
     table = ratios(runs)
     result = goals(table, runs)
     stem = "workload_goals_quick" if quick else "workload_goals"
+    name = args.out or (args.predictor.stem if args.predictor is not None else None)
+    if name:
+        stem = f"{stem}_{name}"
     runs.to_parquet(out_path(f"{stem}.parquet"), index=False)
     ratio_figure(table, ["data", "model", "run_epsilon", "target", "skewness", "network"],
                  ("optimize", "blind", "naive"), "time / NDLF's (median over trials)",
@@ -256,8 +312,10 @@ def main() -> None:
                             columns="method", values="ratio").round(3).to_string())
     for name, values in result.items():
         print(name, values)
+    options = "".join(f" --{flag} {value}" for flag, value in
+                      (("predictor", args.predictor), ("out", args.out)) if value is not None)
     write_json(f"{stem}.json", {"command": f"python -m analyses.workload_goals --models "
-                                 f"{args.models}{' --quick' if quick else ''}",
+                                 f"{args.models}{options}{' --quick' if quick else ''}",
                       "topokit_version": __version__, "date": date.today().isoformat(),
                       "machine": machine(), "ceilings": ceilings, "goals": result,
                       "ratios": table.to_dict(orient="records"),

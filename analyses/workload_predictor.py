@@ -37,16 +37,24 @@ to each run's features at its own epsilon, as ``optimize`` used it before
 workloads.
 
 The predictor fitted on every run is written to ``datasets/predictor_workload.json``
-with its provenance: the models and data it saw, the range of noise multipliers and
-target closeness fitted on (``optimize`` keeps to it), and the ceiling of each
-model on digits (topokit's default data).
+with its provenance: the models and data it saw, the range of noise multipliers, target
+closeness and trait fitted on (``optimize`` keeps to it), and the ceiling and trait of
+each model on digits (topokit's default data).
+
+The models enter through a measured trait (``--trait probe_rounds``, the default): the
+rounds each (data, model)'s ceiling probe takes to 90 % of its own ceiling (median of
+three seeds, ``analyses.workload_corpus.with_probe_rounds``), a feature of every
+candidate and, for ``varying``, a third coordinate of the box the coefficients vary in,
+so that the topology's coefficients can differ between a fast and a slow learner.
 
 Run (from the repository root): python -m analyses.workload_predictor [--quick]
-[--corpora workload_corpus,workload_corpus_mlp_digits] (after the corpora).  About four
-minutes (eight with the MLP's corpus).  Writes analyses/out/workload_predictor.{json,png}
-and datasets/predictor_workload.json; with other corpora
-analyses/out/workload_predictor_<corpora>.{json,png} and nothing shipped (with
---quick: the quick corpus, nothing shipped).
+[--corpora workload_corpus,workload_corpus_mlp_digits] [--trait probe_rounds|none]
+[--out NAME] (after the corpora).  About nine minutes on 2 cores.  Writes
+analyses/out/workload_predictor.{json,png} and datasets/predictor_workload.json; with
+other corpora or trait analyses/out/workload_predictor_<corpora>_<trait>.{json,png} and
+nothing shipped (with --quick: the quick corpus, nothing shipped); with ``--out NAME``
+analyses/out/workload_predictor_NAME.{json,png} and the predictor fitted on every run
+as analyses/out/predictor_NAME.json (a candidate, not shipped).
 """
 
 from __future__ import annotations
@@ -61,7 +69,14 @@ import numpy as np
 import pandas as pd
 
 from analyses._common import OUT, machine, out_path, write_json
-from analyses.workload_corpus import DELTA, EPSILONS, ROUNDS, TARGETS, noise_multiplier
+from analyses.workload_corpus import (
+    DELTA,
+    EPSILONS,
+    ROUNDS,
+    TARGETS,
+    noise_multiplier,
+    with_probe_rounds,
+)
 from topokit import __version__
 from topokit.design.features import FeatureSettings
 from topokit.design.time_predictor import (
@@ -84,14 +99,21 @@ VARYING = {"varying": ("target_closeness", "noise_multiplier")}
 SCALES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 CELL = ["data", "model", "network", "skewness", "epsilon_run", "target"]
 #: The corpora the shipped predictor is fitted on (stems of analyses/out/*.parquet,
-#: :func:`corpus_name`): logistic regression on digits and the generated data.  With the
-#: MLP's (``workload_corpus_mlp_digits``) the fit is one predictor for both models; its
-#: designs for the MLP were measured slower than the MLP's own predictor's
-#: (``analyses/workload_goals.py``), so it is judged and written, not shipped.
-CORPORA = ("workload_corpus",)
+#: :func:`corpus_name`): logistic regression on digits and the generated data, and the MLP
+#: on digits: one predictor for both models, told apart by their measured trait
+#: (:data:`TRAIT`).  Fitted on the MLP's runs with the ceiling alone as the models'
+#: difference, its MLP designs were measured up to 1.22x slower than NDLF
+#: (``analyses/workload_goals.py``); with the trait, none is.
+CORPORA = ("workload_corpus", "workload_corpus_mlp_digits")
 #: A cell's runs of one trial: one data split and seed, the topologies a user chooses among.
 TRIAL_CELL = [*CELL, "trial"]
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "predictor_workload.json"
+#: The measured traits of a model (and data) that ``--trait`` can add: name -> how each
+#: run's column is measured (the table with it, and the measurements).
+TRAITS = {"probe_rounds": with_probe_rounds}
+#: The trait of the shipped predictor (``--trait none``: the models differ by their ceilings
+#: only).
+TRAIT = "probe_rounds"
 
 
 def load_rows(quick: bool, corpora: tuple[str, ...] = CORPORA) -> pd.DataFrame:
@@ -109,18 +131,28 @@ def load_rows(quick: bool, corpora: tuple[str, ...] = CORPORA) -> pd.DataFrame:
 
 class Variant(NamedTuple):
     """A candidate predictor: its feature set (a key of :data:`FEATURE_SETS`) and noise
-    scale (None: the noise features as they are)."""
+    scale (None: the noise features as they are), and a measured trait of the model (a key
+    of :data:`TRAITS`) among its features and, where the set varies, the coordinates."""
 
     features: str
     scale: float | None
+    trait: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*FEATURE_SETS[self.features], *((self.trait,) if self.trait else ()))
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        varying = VARYING.get(self.features, ())
+        return (*varying, self.trait) if varying and self.trait else varying
 
     def unfitted(self) -> TrainingTimePredictor:
-        return TrainingTimePredictor(features=FEATURE_SETS[self.features], horizon=ROUNDS,
-                                     noise_scale=self.scale,
-                                     varying_with=VARYING.get(self.features, ()))
+        return TrainingTimePredictor(features=self.names, horizon=ROUNDS,
+                                     noise_scale=self.scale, varying_with=self.varying)
 
     def matrix(self, rows: pd.DataFrame) -> np.ndarray:
-        return rows[list(FEATURE_SETS[self.features])].to_numpy(dtype=np.float64)
+        return rows[list(self.names)].to_numpy(dtype=np.float64)
 
 
 def held_out(rows: pd.DataFrame, variant: Variant) -> np.ndarray:
@@ -171,7 +203,7 @@ def other_trial(rows: pd.DataFrame) -> np.ndarray:
         lambda runs: runs.to_numpy()[::-1]).to_numpy()
 
 
-def choose(rows: pd.DataFrame) -> tuple[Variant, pd.DataFrame]:
+def choose(rows: pd.DataFrame, trait: str | None = None) -> tuple[Variant, pd.DataFrame]:
     """The variant whose worst epsilon ranks best on the digits runs, and every variant's
     scores there: the median leave-network-out Spearman at each epsilon, its lowest
     (``worst_epsilon``, the criterion: a design is made at one budget) and overall median."""
@@ -179,17 +211,18 @@ def choose(rows: pd.DataFrame) -> tuple[Variant, pd.DataFrame]:
     scores = {}
     for name in FEATURE_SETS:
         for scale in SCALES:
-            variant = Variant(name, scale)
+            variant = Variant(name, scale, trait)
             cells = cell_spearman(digits, held_out(digits, variant))
             by_epsilon = cells.groupby(level="epsilon_run").median()
-            scores[variant] = {**{f"eps {e:g}": v for e, v in by_epsilon.items()},
+            scores[name, scale] = {**{f"eps {e:g}": v for e, v in by_epsilon.items()},
                                "worst_epsilon": by_epsilon.min(), "median": cells.median()}
     table = pd.DataFrame(scores).T
-    return Variant(*table["worst_epsilon"].idxmax()), table
+    return Variant(*table["worst_epsilon"].idxmax(), trait), table
 
 
 #: What the chosen predictor is compared with: the last shipped fit's form (one coefficient
-#: per feature), and the default predictor applied at each epsilon.
+#: per feature; without a trait, also with ``--trait``), and the default predictor applied
+#: at each epsilon.
 FIXED = Variant("default+closeness+phi", 0.03)
 
 
@@ -214,9 +247,11 @@ MODEL_TEXT = {"logreg": "multinomial logistic regression (topokit.training, mode
               "mlp": "MLP of one hidden layer (topokit.training, model='mlp')"}
 
 
-def fit_shipped(rows: pd.DataFrame, variant: Variant):
+def fit_shipped(rows: pd.DataFrame, variant: Variant, measured: dict | None = None):
     """The predictor fitted on every run, at the default workload's settings, and its
-    provenance: the models fitted on and each one's ceiling on digits (topokit's data)."""
+    provenance: the models fitted on and each one's ceiling on digits (topokit's data), and
+    with a trait each one's value on digits (``measured``: (data, model) -> (value, per
+    seed))."""
     model = variant.unfitted().fit(variant.matrix(rows), rows["rounds"])
     z = rows["noise_multiplier"]
     closeness = rows["target_closeness"]
@@ -227,6 +262,16 @@ def fit_shipped(rows: pd.DataFrame, variant: Variant):
     model.set_params(settings=FeatureSettings(noise_multiplier=noise_multiplier(1.0),
                                               n_samples=n_train),
                      target_closeness=0.88 / ceilings["logreg"])
+    traits = {}
+    if variant.trait:
+        values = rows[variant.trait]
+        digits = {m: measured[d, m] for d, m in measured if d == "digits"}
+        model.set_params(**{variant.trait: digits["logreg"][0]})
+        traits = {variant.trait: {m: value for m, (value, _) in digits.items()},
+                  f"{variant.trait}_note": "median over seeds 0-2 of the rounds ceiling_probe "
+                  "takes to 90 % of its own ceiling on digits (per seed: "
+                  + "; ".join(f"{d}/{m} {seeds}" for (d, m), (_, seeds) in measured.items())
+                  + ")"}
     provenance = {
         "script": "analyses/workload_predictor.py (runs: analyses/workload_corpus.py)",
         # One model: optimize's default weights follow it (default_mixing); several: the
@@ -243,9 +288,12 @@ def fit_shipped(rows: pd.DataFrame, variant: Variant):
         "targets": {name: list(values) for name, values in TARGETS.items()},
         "fitted_ranges": {"noise_multiplier": [float(z.min()), float(z.max())],
                           "target_closeness": [float(closeness.min()),
-                                               float(closeness.max())]},
+                                               float(closeness.max())],
+                          **({variant.trait: [float(values.min()), float(values.max())]}
+                             if variant.trait else {})},
         "ceilings": ceilings,
         "ceilings_note": "accuracy of ceiling_probe (no noise, exact averaging) on digits",
+        **traits,
         "corpus_runs": int(len(rows)),
         "networks": sorted(rows["network"].unique()),
         "note": "predicts rounds to the workload's target within T = 200 rounds at its "
@@ -299,33 +347,53 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", default=",".join(CORPORA),
                         help="stems of analyses/out/*.parquet to fit on, comma-separated")
+    parser.add_argument("--trait", choices=[*sorted(TRAITS), "none"], default=TRAIT,
+                        help="a measured trait of the model as a feature and varying coordinate")
+    parser.add_argument("--out", help="name the outputs workload_predictor_NAME.{json,png} and "
+                                      "write the fitted predictor as predictor_NAME.json")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     quick = args.quick
     OUT.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     corpora = tuple(filter(None, args.corpora.split(",")))
+    if args.trait == "none":
+        args.trait = None
     rows = load_rows(quick, corpora)
-    variant, tried = choose(rows)
+    measured = None
+    if args.trait:
+        rows, measured = TRAITS[args.trait](rows)
+        print(f"{args.trait}: " + ", ".join(f"{d}/{m} {value:g} (seeds {seeds})"
+                                            for (d, m), (value, seeds) in measured.items()))
+    variant, tried = choose(rows, args.trait)
     scores = judge(rows, variant)
     pd.set_option("display.width", 120)
     print("candidates on digits (median leave-network-out Spearman, pooled):")
     print(tried.round(3).to_string())
-    print(f"chosen: {variant.features}, noise_scale {variant.scale}")
+    print(f"chosen: {variant.features}, noise_scale {variant.scale}, trait {variant.trait}")
     report(scores)
-    shipping = not quick and corpora == CORPORA
+    shipping = not quick and corpora == CORPORA and args.trait == TRAIT and not args.out
     stem = "workload_predictor_quick" if quick else "workload_predictor" + (
         "" if shipping else "_" + "+".join(name.removeprefix("workload_corpus_")
                                            for name in corpora if name != "workload_corpus"))
+    if args.out:
+        stem = f"workload_predictor_{args.out}"
+    elif not shipping and not quick:
+        stem = f"{stem}_{args.trait or 'no_trait'}"
     figure(scores).savefig(out_path(f"{stem}.png"), dpi=120)
-    model, provenance = fit_shipped(rows, variant)
+    model, provenance = fit_shipped(rows, variant, measured)
     command = "python -m analyses.workload_predictor" + (
-        " --quick" if quick else f" --corpora {args.corpora}")
+        " --quick" if quick else f" --corpora {args.corpora}") + (
+        f" --trait {args.trait}" if args.trait else "") + (
+        f" --out {args.out}" if args.out else "")
     medians = {way: float(table["workload"].median()) for way, table in scores.items()}
     summary = {"command": command,
                "topokit_version": __version__, "date": date.today().isoformat(),
-               "machine": machine(), "features": list(FEATURE_SETS[variant.features]),
-               "varying_with": list(VARYING.get(variant.features, ())),
+               "machine": machine(), "features": list(variant.names),
+               "varying_with": list(variant.varying),
+               **({"trait": variant.trait, variant.trait: {
+                   f"{d}/{m}": {"median": value, "per_seed": seeds}
+                   for (d, m), (value, seeds) in measured.items()}} if variant.trait else {}),
                "noise_scale": variant.scale,
                "candidates_on_digits": [{"features": name, "noise_scale": scale, **row}
                                         for (name, scale), row in
@@ -339,10 +407,12 @@ def main() -> None:
                   for way, table in scores.items()},
                "leave_network_out_spearman_median": medians}
     write_json(f"{stem}.json", summary)
+    provenance["leave_network_out_spearman_median"] = medians
     if shipping:
-        provenance["leave_network_out_spearman_median"] = medians
         model.save(SHIPPED, provenance)
         print(f"wrote {SHIPPED}")
+    elif args.out:
+        print(f"wrote {model.save(out_path(f'predictor_{args.out}.json'), provenance)}")
 
 
 if __name__ == "__main__":

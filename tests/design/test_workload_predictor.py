@@ -124,9 +124,22 @@ def test_the_shipped_workload_predictor_covers_a_range_of_budgets():
     assert workload_outside(model, Workload(epsilon=0.5, target=0.92)) == ()
     assert workload_outside(model, Workload(epsilon=4, target=0.85)) == ()
     assert shipped_predictor_for(Workload(epsilon=0.5)) == "workload"
-    # The MLP keeps its own predictor: one fitted on both models designed slower for it.
-    assert shipped_predictor_for(Workload(model="mlp")) == "mlp"
+    # One predictor for both shipped models, told apart by how fast each learns.
+    assert model.provenance_["trained_models"] == ["logreg", "mlp"]
+    assert model.provenance_["probe_rounds"] == {"logreg": 4.0, "mlp": 34.0}
+    assert shipped_predictor_for(Workload(model="mlp")) == "workload"
+    assert workload_outside(model, Workload(model="mlp", epsilon=0.5, target=0.85)) == ()
     assert shipped_predictor_for(None) == "default"
+
+
+def test_a_model_of_ones_own_is_judged_by_its_measured_ceiling_and_trait():
+    model = load_predictor("workload")
+    told = Workload(model="cnn", epsilon=1.0, target=0.85, ceiling=0.95, probe_rounds=12)
+    assert workload_outside(model, told) == ()
+    slow = Workload(model="cnn", epsilon=1.0, target=0.85, ceiling=0.95, probe_rounds=500)
+    assert any("probe" in reason for reason in workload_outside(model, slow))
+    unknown = workload_outside(model, Workload(model="cnn", ceiling=0.95))
+    assert any("learns without noise" in reason for reason in unknown)
 
 
 def test_outside_the_ranges_says_which_setting():
@@ -231,6 +244,18 @@ def test_calibrating_it_without_a_known_ceiling_is_one_line(user_runs):
     with pytest.raises(InvalidInputError, match="ceiling="):
         calibrate(user_runs, predictor="workload", prior_strength=10,
                   settings=Workload(model="cnn", target=0.8))
+
+
+def test_calibrating_it_on_a_model_of_ones_own_needs_its_trait(user_runs):
+    from topokit.validation import calibrate
+
+    with pytest.raises(InvalidInputError, match=r"probe_rounds=\.\.\."):
+        calibrate(user_runs, predictor="workload", prior_strength=10,
+                  settings=Workload(model="cnn", target=0.8, ceiling=0.9))
+    told = calibrate(user_runs, predictor="workload", prior_strength=10,
+                     settings=Workload(model="cnn", target=0.8, ceiling=0.9,
+                                       probe_rounds=12)).predictor
+    assert told.probe_rounds == 12 and told.target_closeness == pytest.approx(0.8 / 0.9)
 
 
 def test_a_predictor_calibrated_on_a_models_runs_designs_with_its_weights(user_runs):

@@ -115,9 +115,14 @@ ModelOpt = typer.Option(
 CeilingOpt = typer.Option(
     None, "--ceiling", help="--method optimize: the accuracy your model reaches without noise "
                             "(ceiling_probe measures it; known for logreg on digits).")
+ProbeRoundsOpt = typer.Option(
+    None, "--probe-rounds", help="--method optimize: how fast your model learns without noise, "
+                                 "the rounds its ceiling probe takes to 90 % of the ceiling "
+                                 "(ceiling_probe(...).probe_rounds; known for logreg and mlp).")
 WorkloadOpt = typer.Option(
     None, "--workload", help="--method optimize: a workload JSON file (topokit.Workload.save); "
-                             "instead of --epsilon, --target, --model and --ceiling.")
+                             "instead of --epsilon, --target, --model, --ceiling and "
+                             "--probe-rounds.")
 AuditModelOpt = typer.Option(
     "gossip", "--audit-model",
     help="gossip (one private value, exact) or dsgd (a contribution every round, as in "
@@ -252,6 +257,7 @@ def design(
     target: float = TargetOpt,
     model_name: str = ModelOpt,
     ceiling: float = CeilingOpt,
+    probe_rounds: float = ProbeRoundsOpt,
     workload_file: Path = WorkloadOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -268,7 +274,8 @@ def design(
     method = check_choice(method, "--method", METHODS)
     _check_run_options(plot, output, n_jobs, seed)
     workload = _workload_option(method, {"epsilon": epsilon, "target": target,
-                                         "model": model_name, "ceiling": ceiling}, workload_file)
+                                         "model": model_name, "ceiling": ceiling,
+                                         "probe_rounds": probe_rounds}, workload_file)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
     _check_stranger_bound(method, max_stranger_mu, audit)
     _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
@@ -459,11 +466,12 @@ def _check_method_options(method: str, max_stranger_mu: float | None, uniform_no
 
 
 def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | None):
-    """The Workload of --epsilon, --target, --model, --ceiling (``flags``: field -> value) or
-    --workload (None if none is given)."""
+    """The Workload of --epsilon, --target, --model, --ceiling, --probe-rounds (``flags``:
+    field -> value) or --workload (None if none is given)."""
     from ..design.workload import Workload, load_workload
 
-    given = [f"--{name}" for name, value in flags.items() if value is not None]
+    options = {name: "--" + name.replace("_", "-") for name in flags}
+    given = [options[name] for name, value in flags.items() if value is not None]
     if workload_file is not None:
         given.append("--workload")
     if not given:
@@ -474,12 +482,13 @@ def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | N
                                 f"{them} or use --method optimize")
     if workload_file is not None:
         if len(given) > 1:
-            raise InvalidInputError("give --workload or --epsilon/--target/--model/--ceiling, "
-                                    "not both: set the values in the workload file")
+            raise InvalidInputError("give --workload or --epsilon/--target/--model/--ceiling/"
+                                    "--probe-rounds, not both: set the values in the workload "
+                                    "file")
         return load_workload(workload_file)
-    with naming_options({name: f"--{name}" for name in flags},
+    with naming_options(options,
                         {", or None for the one the predictor knows":
-                         ", or leave --ceiling out for the one the predictor knows"}):
+                         ", or leave the option out for the one the predictor knows"}):
         return Workload(**{name: value for name, value in flags.items() if value is not None})
 
 

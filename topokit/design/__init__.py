@@ -67,6 +67,7 @@ _SEARCH_AND_JUDGE = {
     "TrainingTimePredictor": "time_predictor", "load_predictor": "time_predictor",
     "predict_topology": "time_predictor", "predictor_at_workload": "time_predictor",
     "shipped_predictor_for": "time_predictor", "workload_ceiling": "time_predictor",
+    "workload_probe_rounds": "time_predictor",
     "workload_outside": "time_predictor",
 }
 # The network model loads on first use too: networkx and the file readers are not needed
@@ -117,6 +118,7 @@ __all__ = [
     "workload_outside",
     "predictor_at_workload",
     "workload_ceiling",
+    "workload_probe_rounds",
     "shipped_predictor_for",
     "autotag",
     "optimize",

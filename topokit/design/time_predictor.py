@@ -65,6 +65,7 @@ __all__ = [
     "shipped_predictor_for",
     "workload_outside",
     "workload_ceiling",
+    "workload_probe_rounds",
     "predictor_at_workload",
     "TrainingTimePredictor",
     "load_predictor",
@@ -117,12 +118,14 @@ FEATURE_TRANSFORMS: dict[str, Callable[[NDArray], NDArray]] = {
     "target_closeness": _closeness,
     # log(1 + z): finite for a workload without noise (z = 0).
     "noise_multiplier": np.log1p,
+    # Rounds the model's ceiling probe takes to 90 % of its ceiling: a slower learner's.
+    "probe_rounds": _log,
 }
 
 #: Features of the workload rather than of the topology: a column of a runs table, and for
-#: :class:`TopologyFeatures` the predictor's own (``target_closeness``, and the noise
-#: multiplier of its settings).
-WORKLOAD_FEATURES = ("target_closeness", "noise_multiplier")
+#: :class:`TopologyFeatures` the predictor's own (``target_closeness``, ``probe_rounds``, and
+#: the noise multiplier of its settings).
+WORKLOAD_FEATURES = ("target_closeness", "noise_multiplier", "probe_rounds")
 #: The noise features, which a predictor with ``noise_scale`` takes as log(1 + x / scale).
 NOISE_FEATURES = ("noise_felt", "noise_average", "noise_disagreement")
 
@@ -294,6 +297,12 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         predictor with the feature ``target_closeness`` (a column of ``X`` in
         :meth:`fit` and :meth:`predict`); set by
         :func:`predictor_at_workload`.
+    probe_rounds : float > 0, optional
+        The model's rounds to 90 % of its ceiling in its ceiling probe
+        (:attr:`~topokit.training.ceiling.CeilingProbe.probe_rounds`) at which
+        :meth:`predict_features` predicts, for a predictor with the feature
+        ``probe_rounds`` (a trait telling models apart); set by
+        :func:`predictor_at_workload`, as ``target_closeness`` is.
     varying_with : sequence of str, default ()
         Workload features (of ``features`` and :data:`WORKLOAD_FEATURES`)
         along which the coefficients of the topology features vary: each is
@@ -358,7 +367,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
     def __init__(self, *, features: Sequence[str] = DEFAULT_FEATURES,
                  settings: FeatureSettings | None = None, C: float = 10.0,
                  horizon: float = 200.0, noise_scale: float | None = None,
-                 target_closeness: float | None = None, varying_with: Sequence[str] = ()):
+                 target_closeness: float | None = None, varying_with: Sequence[str] = (),
+                 probe_rounds: float | None = None):
         self.features = features
         self.settings = settings
         self.C = C
@@ -366,6 +376,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         self.noise_scale = noise_scale
         self.target_closeness = target_closeness
         self.varying_with = varying_with
+        self.probe_rounds = probe_rounds
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -406,6 +417,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
             context["target_closeness"] = float(self.target_closeness)
         if "noise_multiplier" in self.features:
             context["noise_multiplier"] = float(self.feature_settings.noise_multiplier)
+        if "probe_rounds" in self.features and self.probe_rounds is not None:
+            context["probe_rounds"] = float(self.probe_rounds)
         return context
 
     @property
@@ -693,7 +706,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         """The hyper-parameters as written; those left at None are left out, so files written
         before they existed read and predict the same."""
         params = {"C": float(self.C), "horizon": float(self.horizon)}
-        for name in ("noise_scale", "target_closeness"):
+        for name in _OPTIONAL_PARAMS:
             if getattr(self, name) is not None:
                 params[name] = float(getattr(self, name))
         if self.varying_with:
@@ -716,8 +729,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                                                    positive=True),
                             **{name: _fitted_number(params[name], f"params.{name}",
                                                     positive=True)
-                               for name in ("noise_scale", "target_closeness")
-                               if name in params},
+                               for name in _OPTIONAL_PARAMS if name in params},
                             varying_with=_check_varying(params.get("varying_with", ()),
                                                         features))
             _restore_model(predictor, data["model"])
@@ -836,6 +848,9 @@ def _split_features(features: Sequence[str]) -> tuple[list[int], list[int]]:
     workload = [j for j, name in enumerate(features) if name in WORKLOAD_FEATURES]
     return topology, workload
 
+
+#: The hyper-parameters a file holds only when set (files without them read as before).
+_OPTIONAL_PARAMS = ("noise_scale", "target_closeness", "probe_rounds")
 
 #: How to fix a predictor file whose fitted values are broken.
 _REFIT = "; refit it (topokit calibrate --refit) or use a file topokit wrote"
@@ -1098,7 +1113,12 @@ def workload_outside(predictor: str | os.PathLike | Predictor,
     provenance = getattr(predictor, "provenance_", None) or {}
     ranges = provenance.get("fitted_ranges")
     if isinstance(ranges, Mapping):  # a predictor fitted across workloads
-        return (*_models_reasons(workload, provenance.get("trained_models") or ()),
+        # A predictor that tells models apart by a measured trait judges a model of the
+        # user's own by its measured ceiling and trait, not by its name.
+        measured = ("probe_rounds" in predictor.features and workload.ceiling is not None
+                    and workload.probe_rounds is not None)
+        return (*_models_reasons(workload, () if measured
+                                 else provenance.get("trained_models") or ()),
                 *_range_reasons(workload, predictor, ranges),
                 *_settings_reasons(workload, predictor.feature_settings),
                 *_goal_reasons(workload, {}, predictor.horizon))
@@ -1122,16 +1142,35 @@ def workload_ceiling(predictor: TrainingTimePredictor, workload: Workload) -> fl
     >>> workload_ceiling(load_predictor("default"), Workload(ceiling=0.6))
     0.6
     """
-    if workload.ceiling is not None:
-        return workload.ceiling
-    known = (getattr(predictor, "provenance_", None) or {}).get("ceilings") or {}
+    return _of_model(predictor, workload, "ceiling", "ceilings")
+
+
+def workload_probe_rounds(predictor: TrainingTimePredictor,
+                          workload: Workload) -> float | None:
+    """How fast ``workload``'s model learns without noise: the workload's ``probe_rounds``,
+    else the value ``predictor`` measured for that model on topokit's default data
+    (``provenance_["probe_rounds"]``), else None.
+
+    >>> workload_probe_rounds(load_predictor("workload"), Workload(probe_rounds=12))
+    12.0
+    """
+    return _of_model(predictor, workload, "probe_rounds", "probe_rounds")
+
+
+def _of_model(predictor: TrainingTimePredictor, workload: Workload, field: str,
+              known_as: str) -> float | None:
+    """The workload's ``field``, else the predictor's ``provenance_[known_as]`` for its model."""
+    if getattr(workload, field) is not None:
+        return getattr(workload, field)
+    known = (getattr(predictor, "provenance_", None) or {}).get(known_as) or {}
     value = known.get(workload.model) if isinstance(known, Mapping) else None
     return float(value) if isinstance(value, (int, float)) else None
 
 
 def _range_reasons(workload: Workload, predictor: TrainingTimePredictor,
                    ranges: Mapping[str, Any]) -> tuple[str, ...]:
-    """Where the workload's noise multiplier and target closeness leave the ranges fitted."""
+    """Where the workload's noise multiplier, target closeness (and probe rounds) leave the
+    ranges fitted."""
     reasons = []
     values = {"noise_multiplier": workload.resolved_noise_multiplier}
     if "target_closeness" in predictor.features:
@@ -1141,6 +1180,14 @@ def _range_reasons(workload: Workload, predictor: TrainingTimePredictor,
                            "unknown: give the workload's ceiling (ceiling_probe measures it)")
         else:
             values["target_closeness"] = workload.target / ceiling
+    if "probe_rounds" in predictor.features:
+        trait = workload_probe_rounds(predictor, workload)
+        if trait is None:
+            reasons.append(f"how fast model {workload.model!r} learns without noise is "
+                           "unknown: give the workload's probe_rounds (ceiling_probe "
+                           "measures it)")
+        else:
+            values["probe_rounds"] = trait
     for name, value in values.items():
         low, high = ranges.get(name, (-math.inf, math.inf))
         if not low * (1 - _REL_TOL) <= value <= high * (1 + _REL_TOL):
@@ -1230,7 +1277,8 @@ def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
     The noise multiplier, clipping norm, batch size and local steps (and the data
     size, where the workload knows it) replace the predictor's own, and for a
     predictor with the feature ``target_closeness`` so does the workload's target
-    over its ceiling (:func:`workload_ceiling`); its fitted coefficients stay, so
+    over its ceiling (:func:`workload_ceiling`), and for one with ``probe_rounds``
+    the model's (:func:`workload_probe_rounds`); its fitted coefficients stay, so
     where :func:`workload_outside` names a reason the prediction is an
     extrapolation.  Eq. (15) sees none of these settings and is
     returned as it is.
@@ -1258,6 +1306,9 @@ def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
     ceiling = workload_ceiling(predictor, workload)
     if "target_closeness" in predictor.features and ceiling is not None:
         at_workload.set_params(target_closeness=workload.target / ceiling)
+    trait = workload_probe_rounds(predictor, workload)
+    if "probe_rounds" in predictor.features and trait is not None:
+        at_workload.set_params(probe_rounds=trait)
     return at_workload
 
 

@@ -99,6 +99,15 @@ class Workload:
         judges how hard the target is by ``target / ceiling``.  None
         (default): the ceiling the predictor measured for the model on
         topokit's default data (digits), where it has one.
+    probe_rounds : float > 0, optional
+        The rounds the model takes to 90 % of its ceiling in that same probe
+        (:attr:`topokit.training.ceiling.CeilingProbe.probe_rounds`): how fast it
+        learns with exact averaging and no noise.  A predictor with the
+        feature ``probe_rounds`` tells models apart by it, so a model of the
+        user's own is judged by a measured trait rather than by its name.
+        None (default): the value the predictor measured for the model on
+        topokit's default data, where it has one; :meth:`to_dict` then leaves
+        the field out (records of workloads without it stay as they were).
 
     Raises
     ------
@@ -133,6 +142,7 @@ class Workload:
     n_classes: int | None = None
     noise_multiplier: float | None = None
     ceiling: float | None = None
+    probe_rounds: float | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -208,8 +218,12 @@ class Workload:
                 "noise_multiplier": self.noise_multiplier}
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON-ready data (None where not given)."""
-        return asdict(self)
+        """The fields as JSON-ready data (None where not given; ``probe_rounds`` left out
+        when not given)."""
+        data = asdict(self)
+        if data["probe_rounds"] is None:
+            del data["probe_rounds"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Workload:
@@ -259,11 +273,14 @@ _REAL_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
                          {"low": 0, "closed": "neither"}),
     "ceiling": ("an accuracy in (0, 1], or None for the one the predictor knows",
                 {"low": 0, "high": 1, "closed": "right"}),
+    "probe_rounds": ("a number of rounds > 0, or None for the one the predictor knows",
+                     {"low": 0, "closed": "neither"}),
 }
 # Each integer field and its least value.
 _INT_FIELDS = {"batch_size": 1, "local_steps": 1, "rounds": 1, "n_samples": 1, "n_classes": 2}
 # Fields that may be None (unknown, or derived).
-_OPTIONAL = frozenset({"n_samples", "n_classes", "noise_multiplier", "ceiling"})
+_OPTIONAL = frozenset({"n_samples", "n_classes", "noise_multiplier", "ceiling",
+                       "probe_rounds"})
 
 
 def _check_number(value: Any, name: str, accepted: str, interval: dict[str, Any]) -> float:

@@ -808,15 +808,20 @@ def _with_workload_columns(frame: pd.DataFrame, model: Any, workload: Any = None
     >>> frame["target_closeness"].round(3).tolist(), round(model.target_closeness, 3)
     ([0.625, 0.75], 0.75)
     """
-    from ..design.time_predictor import workload_ceiling
-
     if "noise_multiplier" in model.features and "noise_multiplier" not in frame.columns:
         # The runs are described at the predictor's settings (the workload's, where given).
         described = settings if settings is not None else model.feature_settings
         frame = frame.assign(noise_multiplier=described.noise_multiplier)
-    if "target_closeness" not in model.features:
-        return frame, model
     told = workload if isinstance(workload, Workload) else None
+    if "target_closeness" in model.features:
+        frame, model = _with_closeness(frame, model, told)
+    return _with_probe_rounds(frame, model, told)
+
+
+def _with_closeness(frame: pd.DataFrame, model: Any, told: Workload | None):
+    """``frame`` with ``target_closeness`` and ``model`` at the workload's closeness."""
+    from ..design.time_predictor import workload_ceiling
+
     ceiling = workload_ceiling(model, told if told is not None else Workload())
     if ceiling is None:
         raise InvalidInputError(
@@ -828,6 +833,32 @@ def _with_workload_columns(frame: pd.DataFrame, model: Any, workload: Any = None
     if "target_closeness" in frame.columns:
         return frame, model
     return frame.assign(target_closeness=frame["target"].to_numpy(float) / ceiling), model
+
+
+def _with_probe_rounds(frame: pd.DataFrame, model: Any, told: Workload | None):
+    """``frame`` with the runs' model's ``probe_rounds`` where ``model`` judges it and the
+    table lacks it, and ``model`` at that value.
+
+    The workload's, else the one the predictor measured for the runs' model
+    (:func:`~topokit.design.time_predictor.workload_probe_rounds`); unknown, it is one
+    line asking for ``Workload(probe_rounds=...)``.
+    """
+    from ..design.time_predictor import workload_probe_rounds
+
+    if "probe_rounds" not in model.features:
+        return frame, model
+    rounds = workload_probe_rounds(model, told if told is not None else Workload())
+    if rounds is None:
+        raise InvalidInputError(
+            "the predictor judges how fast the model learns without noise (the rounds its "
+            "ceiling probe takes to 90 % of its ceiling), which is unknown for these runs' "
+            "model: give settings=Workload(..., probe_rounds=...) "
+            "(topokit.training.ceiling.ceiling_probe(...).probe_rounds measures it)")
+    if told is not None:  # the refit predicts at the workload's own model
+        model = copy.deepcopy(model).set_params(probe_rounds=rounds)
+    if "probe_rounds" in frame.columns:
+        return frame, model
+    return frame.assign(probe_rounds=rounds), model
 
 
 def feature_settings_for(settings: Any, predictor: Any = None) -> FeatureSettings | None:
