@@ -142,6 +142,22 @@ def test_a_model_of_ones_own_is_judged_by_its_measured_ceiling_and_trait():
     assert any("learns without noise" in reason for reason in unknown)
 
 
+def test_optimize_judges_a_measured_model_of_ones_own_at_its_workload():
+    import warnings
+
+    from topokit import load_example, optimize
+
+    measured = Workload(model="cnn", epsilon=1.0, target=0.85, ceiling=0.95, probe_rounds=12)
+    assert shipped_predictor_for(measured) == "workload"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the fitted ranges: no warning
+        design = optimize(load_example("siot16"), seed=0, workload=measured)
+    assert design.predictor["name"] == "workload"
+    assert list(design.stats["workload"]["outside"]) == []
+    # Without the probe's measurements the model is unknown: the default predictor, and why.
+    assert shipped_predictor_for(Workload(model="cnn", ceiling=0.95)) == "default"
+
+
 def test_outside_the_ranges_says_which_setting():
     model = load_predictor("workload")
     reasons = workload_outside(model, Workload(epsilon=100.0))

@@ -1255,18 +1255,27 @@ def _goal_reasons(workload: Workload, provenance: Mapping[str, Any],
 def shipped_predictor_for(workload: Workload | None) -> str:
     """The shipped predictor that judges ``workload`` when the user names none.
 
-    ``"workload"`` (fitted across DP budgets, targets and data sets) for the
-    models it was fitted on, else the one shipped for the workload's model
-    (:data:`SHIPPED_FOR_MODEL`: ``"mlp"`` for the MLP), else ``"default"``;
-    ``"default"`` without a workload.
+    ``"workload"`` (fitted across DP budgets, targets, data sets and models)
+    for the models it was fitted on (logistic regression and the MLP) and for
+    any model whose ceiling and probe rounds the workload gives (the predictor
+    tells models apart by them), else the one shipped for the workload's model
+    (:data:`SHIPPED_FOR_MODEL`), else ``"default"``; ``"default"`` without a
+    workload.
 
-    >>> shipped_predictor_for(None), shipped_predictor_for(Workload(epsilon=0.5))
+    >>> shipped_predictor_for(None), shipped_predictor_for(Workload(model="mlp"))
     ('default', 'workload')
+    >>> shipped_predictor_for(Workload(model="cnn", ceiling=0.9, probe_rounds=12))
+    'workload'
+    >>> shipped_predictor_for(Workload(model="cnn"))
+    'default'
     """
     if workload is None:
         return "default"
-    fitted = (load_predictor("workload").provenance_ or {}).get("trained_models") or ()
-    if workload.model in fitted:
+    model = load_predictor("workload")
+    fitted = (model.provenance_ or {}).get("trained_models") or ()
+    measured = ("probe_rounds" in model.features and workload.ceiling is not None
+                and workload.probe_rounds is not None)
+    if workload.model in fitted or measured:
         return "workload"
     return SHIPPED_FOR_MODEL.get(workload.model, "default")
 
