@@ -194,6 +194,12 @@ def test_design_python_blocks_give_the_stated_values(ran):
     design = namespace["design"]
     assert namespace["levels"] == pytest.approx(
         design.stats["stranger_bound"]["noise_multipliers"])
+    # Designs for your workload: "'workload'", "about 0.956 and 34", "[]: fitted there".
+    assert namespace["told"].predictor["name"] == "workload"
+    probe = namespace["probe"]
+    assert (round(probe.ceiling, 3), probe.probe_rounds) == (0.956, 34)
+    outside = topokit.optimize(namespace["siot"], seed=0, workload=namespace["mine"])
+    assert list(outside.stats["workload"]["outside"]) == []
 
 
 # --- audit.md -----------------------------------------------------------------------------
