@@ -48,8 +48,7 @@ _LAZY_SUBMODULES = {"gfl", "learn", "training", "design", "dp", "plotting", "cli
 # estimators and the kernels compile with Numba (one list, in topokit.design, for the
 # design API; the kernels' names here).
 _LAZY_ATTRIBUTES = {
-    **_design_package._LAZY_ATTRIBUTES,
-    **_design_package._NETWORK_MODEL,
+    **_design_package._LAZY_ATTRIBUTES,  # the network model's names among them
     **{name: ("topokit.kernels", name) for name in (
         "hitting_time_and_gap", "hitting_times", "lazy_metropolis", "max_hitting_time",
         "metropolis", "spectral_gap")},

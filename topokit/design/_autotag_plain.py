@@ -20,12 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..kernels import unchecked
-from ._autotag_kernels import PHASE_CGP, PHASE_LCP, PHASE_NEP, BudgetRun
+from ._autotag_kernels import PHASE_CGP, PHASE_LCP, PHASE_NEP, RTOL, BudgetRun
 
 __all__ = ["plain_budget", "budget_snapshots", "hitting_matrix", "RTOL"]
-
-#: Scores and pseudo times within this relative distance are ties (as in the kernel).
-RTOL = 1e-9
 
 _PHASE_CODES = {"CGP": PHASE_CGP, "LCP": PHASE_LCP, "NEP": PHASE_NEP}
 

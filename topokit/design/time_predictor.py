@@ -1113,11 +1113,7 @@ def workload_outside(predictor: str | os.PathLike | Predictor,
     provenance = getattr(predictor, "provenance_", None) or {}
     ranges = provenance.get("fitted_ranges")
     if isinstance(ranges, Mapping):  # a predictor fitted across workloads
-        # A predictor that tells models apart by a measured trait judges a model of the
-        # user's own by its measured ceiling and trait, not by its name.
-        measured = ("probe_rounds" in predictor.features and workload.ceiling is not None
-                    and workload.probe_rounds is not None)
-        return (*_models_reasons(workload, () if measured
+        return (*_models_reasons(workload, () if _judged_by_trait(predictor, workload)
                                  else provenance.get("trained_models") or ()),
                 *_range_reasons(workload, predictor, ranges),
                 *_settings_reasons(workload, predictor.feature_settings),
@@ -1133,6 +1129,14 @@ def _models_reasons(workload: Workload, trained: Sequence[str]) -> tuple[str, ..
         return ()
     return (f"model {workload.model!r} is not among the models the predictor was fitted on "
             f"({', '.join(map(repr, trained))})",)
+
+
+def _judged_by_trait(predictor: TrainingTimePredictor, workload: Workload) -> bool:
+    """Whether ``predictor`` tells models apart by a measured trait and ``workload`` gives
+    its model's measurements (ceiling and probe rounds): then the model is judged by them,
+    whatever its name."""
+    return ("probe_rounds" in predictor.features and workload.ceiling is not None
+            and workload.probe_rounds is not None)
 
 
 def workload_ceiling(predictor: TrainingTimePredictor, workload: Workload) -> float | None:
@@ -1273,9 +1277,7 @@ def shipped_predictor_for(workload: Workload | None) -> str:
         return "default"
     model = load_predictor("workload")
     fitted = (model.provenance_ or {}).get("trained_models") or ()
-    measured = ("probe_rounds" in model.features and workload.ceiling is not None
-                and workload.probe_rounds is not None)
-    if workload.model in fitted or measured:
+    if workload.model in fitted or _judged_by_trait(model, workload):
         return "workload"
     return SHIPPED_FOR_MODEL.get(workload.model, "default")
 
