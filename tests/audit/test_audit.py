@@ -31,7 +31,12 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("knows", [False, True])
-def test_both_methods_agree_with_the_dense_twin(seed, knows):
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "sparse"])
+def test_both_methods_agree_with_the_dense_twin(seed, knows, compiled, monkeypatch):
+    # Small networks run the compiled dense filter and dense blocks; with the limit below
+    # every size, the same cases run the sparse Python code that large networks run.
+    if not compiled:
+        monkeypatch.setattr(kernels, "DENSE_DEVICES", -1)
     net, topology, rounds, noise = random_case(seed)
     expected = naive_privacy_audit(net, topology, rounds, noise, observer_knows_own_noise=knows)
     problem = _problem(net, topology, device_noise(net, topology, noise), rounds, knows)
@@ -39,6 +44,28 @@ def test_both_methods_agree_with_the_dense_twin(seed, knows):
         got = np.column_stack([kernels.observer_column(problem, k, method)
                                for k in range(net.n_devices)])
         assert_same_mu(got, expected)
+
+
+def test_the_compiled_filter_is_the_sparse_filter():
+    # Both work with covariances: agreement to the filter's guarded accuracy (RTOL).
+    compared = 0
+    for seed in range(10):
+        net, topology, _, noise = random_case(seed)
+        problem = _problem(net, topology, device_noise(net, topology, noise), 30, True)
+        for k in range(net.n_devices):
+            owners = np.setdiff1d(np.arange(net.n_devices), [k, *problem.neighbours[k]])
+            # Exposed owners have infinite information: the audit never asks the filter.
+            leverage = kernels.revealed_leverage(problem, k)[owners]
+            owners = owners[leverage <= kernels.LEVERAGE_TOL]
+            if owners.size == 0 or problem.neighbours[k].size == 0:
+                continue
+            compiled = kernels.filter_information(problem, k, owners, compiled=True)
+            sparse = kernels.filter_information(problem, k, owners, compiled=False)
+            assert (compiled is None) == (sparse is None)
+            if compiled is not None:
+                np.testing.assert_allclose(compiled, sparse, rtol=RTOL, atol=1e-300)
+                compared += 1
+    assert compared >= 20
 
 
 def test_privacy_audit_agrees_with_the_twin_on_a_larger_case():
