@@ -19,7 +19,11 @@ writes, the body the service tests send).
   the ratio counts that work as the service's; to tell it apart from what HTTP and the
   queue add, the same 40 jobs are also run in this process as a worker runs them
   (``topokit.service.worker.run_job``, no server; after one warm-up), a reference
-  outside the goal.
+  outside the goal.  The server runs each job in a worker process, so that its HTTP
+  loop and the job do not share one GIL: the two can use two cores where the
+  in-process loop uses one.  The CPU seconds of both sides are printed beside the wall
+  times (the server's: its process and its worker processes, from psutil), so that
+  what the service costs in all is on the page too.
 - **Held under load**: 20 concurrent clients (threads, one ``httpx.Client`` each), started
   together, submit 2 designs each (seeds 0..39, 40 jobs in all), then each polls its jobs
   with ``GET /v1/designs/{id}`` every 0.1 s until they end.  Every GET's latency is
@@ -169,10 +173,13 @@ def plain(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def in_process(n: int, deadline: Deadline) -> tuple[float, list[float], dict[int, Any]]:
-    """(wall seconds of the n calls, each call's seconds, seed -> topology as JSON)."""
+def in_process(n: int, deadline: Deadline
+               ) -> tuple[float, float, list[float], dict[int, Any]]:
+    """(wall seconds of the n calls, their CPU seconds, each call's seconds, seed -> topology
+    as JSON)."""
     optimize(load_example("toy"), seed=0)  # warm-up: Numba's compilation and first imports
     topologies, each = {}, []
+    cpu = time.process_time()
     started = time.perf_counter()
     for k in range(n):
         deadline.check(f"running optimize in process (seed {k})")
@@ -180,7 +187,8 @@ def in_process(n: int, deadline: Deadline) -> tuple[float, list[float], dict[int
         topologies[k] = optimize(load_example("toy"), seed=k).to_dict()["topology"]
         each.append(time.perf_counter() - t)
     wall = time.perf_counter() - started
-    return wall, each, {k: plain(topology) for k, topology in topologies.items()}
+    cpu = time.process_time() - cpu
+    return wall, cpu, each, {k: plain(topology) for k, topology in topologies.items()}
 
 
 def jobs_in_process(network: dict[str, Any], n: int, deadline: Deadline) -> float:
@@ -225,9 +233,24 @@ def _wait_all(client, ids: list[str], deadline: Deadline, what: str) -> dict[str
     return views
 
 
-def through_api(base: str, network: dict[str, Any], n: int,
-                deadline: Deadline) -> tuple[float, float, dict[int, dict]]:
-    """(warm-up seconds, wall seconds of the n designs, seed -> the job's final view)."""
+def server_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of the server process and its worker processes so far."""
+    import psutil
+
+    server = psutil.Process(pid)
+    total = sum(server.cpu_times()[:2])
+    for child in server.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def through_api(base: str, pid: int, network: dict[str, Any], n: int,
+                deadline: Deadline) -> tuple[float, float, float, dict[int, dict]]:
+    """(warm-up seconds, wall seconds of the n designs, the server's CPU seconds in them,
+    seed -> the job's final view)."""
     import httpx
 
     with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT) as client:
@@ -237,11 +260,13 @@ def through_api(base: str, network: dict[str, Any], n: int,
         if view["status"] != "done":
             raise RuntimeError(f"the warm-up design ended {view['status']}: {view.get('error')}")
         warm_up = time.perf_counter() - started
+        cpu = server_cpu_seconds(pid)
         started = time.perf_counter()
         ids = [_submit(client, network, k) for k in range(n)]
         views = _wait_all(client, ids, deadline, "the throughput designs")
         wall = time.perf_counter() - started
-    return warm_up, wall, {k: views[job_id] for k, job_id in enumerate(ids)}
+        cpu = server_cpu_seconds(pid) - cpu
+    return warm_up, wall, cpu, {k: views[job_id] for k, job_id in enumerate(ids)}
 
 
 def mismatches(views: dict[int, dict], expected: dict[int, Any], what: str) -> list[str]:
@@ -397,7 +422,7 @@ def main(quick: bool) -> None:
     deadline = Deadline(DEADLINE_SECONDS[quick])
     load_before = os.getloadavg()
     print(f"in process: {n} optimize calls on the toy network ...", flush=True)
-    inproc_wall, inproc_each, expected = in_process(n, deadline)
+    inproc_wall, inproc_cpu, inproc_each, expected = in_process(n, deadline)
     with tempfile.TemporaryDirectory(prefix="topokit-service-load-") as folder:
         network = toy_body(Path(folder))
         print(f"in process: {n} design jobs as a worker runs them (a reference) ...", flush=True)
@@ -407,7 +432,8 @@ def main(quick: bool) -> None:
             workers = server.health["workers"]
             print(f"server: {server.base}, {workers} worker(s) (the default)", flush=True)
             print(f"through the API: {n} designs ...", flush=True)
-            warm_up, api_wall, api_views = through_api(server.base, network, n, deadline)
+            warm_up, api_wall, api_cpu, api_views = through_api(
+                server.base, server.process.pid, network, n, deadline)
             print(f"under load: {clients} clients, {n} designs ...", flush=True)
             load_wall, records = under_load(server.base, network, n, clients, deadline)
             health = httpx.get(f"{server.base}/v1/health", timeout=REQUEST_TIMEOUT).json()
@@ -463,6 +489,11 @@ def main(quick: bool) -> None:
                      "load_poll_seconds": LOAD_POLL, "request_timeout_seconds": REQUEST_TIMEOUT,
                      "deadline_seconds": deadline.seconds},
         "throughput": {"in_process_seconds": inproc_wall,
+                       "in_process_cpu_seconds": inproc_cpu,
+                       "api_server_cpu_seconds": api_cpu,
+                       "cpu_note": "CPU seconds (user + system) of this process in the "
+                                   "optimize calls, and of the server process with its "
+                                   "worker processes in the API's designs (psutil)",
                        "in_process_call_seconds": inproc_each,
                        "api_warm_up_seconds": warm_up, "api_seconds": api_wall,
                        "ratio": ratio, "failures": throughput_failures,
@@ -491,6 +522,9 @@ def main(quick: bool) -> None:
           f"{'met' if goals['throughput_ratio_met'] else 'NOT met'}")
     print(f"  reference: the same design jobs in process (run_job, no HTTP) {jobs_wall:.3f} s; "
           f"API / those {api_wall / jobs_wall:.2f}")
+    print(f"  CPU seconds: in process {inproc_cpu:.3f}, the server and its worker processes "
+          f"{api_cpu:.3f} ({api_cpu / inproc_cpu:.2f}x; the server's HTTP loop and the jobs "
+          "run on two cores)")
     for line in throughput_failures + load_failures:
         print("FAILURE", line)
     print(f"topologies equal to optimize's: throughput {n - len(throughput_failures)}/{n}, "

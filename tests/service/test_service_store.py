@@ -321,3 +321,21 @@ def test_a_serving_pool_recovers_the_jobs_of_a_server_that_dies_later(tmp_path, 
         assert done.status == "done" and done.attempts == 2, done.error
     finally:
         pool.stop()
+
+
+def test_a_pool_without_processes_runs_its_jobs_in_its_threads(tmp_path, toy_json):
+    from topokit.service.worker import WorkerPool
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    pool = WorkerPool(store, 1, processes=False)
+    job, _ = store.submit("design", {"network": toy_json}, digest="d")
+    pool.start()
+    try:
+        deadline = time.monotonic() + 90
+        while store.get(job.id).status in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done = store.get(job.id)
+        assert done.status == "done", done.error
+        assert pool._executor is None  # no worker process was started
+    finally:
+        pool.stop()

@@ -21,8 +21,8 @@ def serve_command(
         help="SQLite job store (created if absent; jobs survive restarts; several servers "
              "may share it)."),
     workers: int = typer.Option(
-        1, "--workers", help="Threads running design jobs (0: queue jobs, run none); with "
-                             "--scheduler, the most jobs on the cluster at once."),
+        1, "--workers", help="Jobs run at once, each in a worker process (0: queue jobs, run "
+                             "none); with --scheduler, the most jobs on the cluster at once."),
     scheduler: str = typer.Option(
         None, "--scheduler",
         help="Dask scheduler address (tcp://host:8786): run the jobs on that cluster."),
@@ -37,7 +37,7 @@ def serve_command(
 ) -> None:
     """Serve topology design over HTTP: POST /v1/designs, GET /v1/designs/ID, ...
 
-    Design jobs are kept in --db and run by --workers background threads (on a
+    Design jobs are kept in --db and run by --workers worker processes (on a
     Dask cluster with --scheduler); a job left running by a killed server runs
     again when a server starts on the same --db.  The API is described at
     /openapi.json.

@@ -136,7 +136,7 @@ def _install_auth(app: FastAPI, token: str | None) -> None:
 def create_app(db_path: str | Path, *, token: str | None = None,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_devices: int | None = DEFAULT_MAX_DEVICES, workers: int = 1,
-               scheduler: str | None = None) -> FastAPI:
+               scheduler: str | None = None, processes: bool = True) -> FastAPI:
     """The ASGI app of ``topokit serve``, its jobs kept in the SQLite file ``db_path``.
 
     Parameters
@@ -151,11 +151,15 @@ def create_app(db_path: str | Path, *, token: str | None = None,
     max_devices : int or None
         Networks with more devices are refused with 422 (None: no limit).
     workers : int, default 1
-        Threads running design and audit jobs; 0 only queues them.
+        Design and audit jobs run at once, each in a worker process; 0 only
+        queues them.
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``): each job's
         computation runs on that cluster, ``workers`` of them at a time; the
         store, its queue and its recovery stay in this server.
+    processes : bool, default True
+        False runs the jobs in this process's worker threads instead
+        (:class:`~topokit.service.worker.WorkerPool`).
 
     Raises
     ------
@@ -175,7 +179,7 @@ def create_app(db_path: str | Path, *, token: str | None = None,
         if client is not None:
             client.close()
         raise
-    pool = WorkerPool(store, workers, client=client)
+    pool = WorkerPool(store, workers, client=client, processes=processes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

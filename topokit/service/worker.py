@@ -1,4 +1,5 @@
-"""The background workers: threads that claim queued jobs from the store and run them.
+"""The background workers: threads that claim queued jobs from the store and run them,
+each job in a worker process.
 
 A design job runs :func:`topokit.optimize` or :func:`topokit.autotag` with its
 request's options, and its result is the JSON ``topokit design -o`` writes; an
@@ -11,6 +12,14 @@ optimize design after each search and an autotag design after each DP budget
 (phase ``"search"``), an audit after each observer (phase ``"audit"``).  Reports
 are throttled (:class:`ProgressThrottle`) before they reach the store.
 
+A worker thread claims a job, hands its computation to a process of the
+pool's :class:`~concurrent.futures.ProcessPoolExecutor`
+(:func:`run_job_in_process`, ``workers`` processes) and records its end.  A
+job is Python-bound: in the server's own threads it would hold the GIL that
+the HTTP loop needs, and ``workers`` threads would run one job at a time.  The
+process writes its progress reports to the store itself, under the server's
+claim; it ends when the server does (a watchdog, :data:`PARENT_POLL_SECONDS`).
+
 With a Dask client (``topokit serve --scheduler``), each worker thread still
 claims and finishes its jobs in the store, but the computation
 (:func:`run_job`) runs on the cluster (:func:`run_job_on_worker`); its
@@ -20,6 +29,7 @@ progress comes back as Dask events on the topic :data:`PROGRESS_TOPIC`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
@@ -32,7 +42,7 @@ from .schema import JOB_PARSERS, AuditRequest, DesignRequest, RequestError
 from .store import JobStore, this_owner
 
 __all__ = ["WorkerPool", "design_payload", "audit_payload", "run_job", "run_job_on_worker",
-           "ProgressThrottle", "PROGRESS_SECONDS", "PROGRESS_TOPIC"]
+           "run_job_in_process", "ProgressThrottle", "PROGRESS_SECONDS", "PROGRESS_TOPIC"]
 
 logger = logging.getLogger("topokit.service")
 
@@ -53,6 +63,12 @@ RECOVER_SECONDS = 30.0
 #: Seconds between two renewals of this server's claim on its running jobs (the store
 #: recovers a job whose owner has not renewed it for ``store.LEASE_SECONDS``).
 HEARTBEAT_SECONDS = 10.0
+#: Seconds between a worker process's looks at whether its server still runs: a killed
+#: server's processes end within this rather than finish a job the next server re-runs.
+PARENT_POLL_SECONDS = 1.0
+#: Seconds a worker thread waits on its job's process before looking at whether the
+#: server stops (the job's end wakes it at once).
+STOP_POLL_SECONDS = 0.5
 
 #: ``progress(done, total)``, as :func:`topokit.optimize` and :func:`topokit.privacy_audit`
 #: call it.
@@ -203,6 +219,40 @@ def run_job_on_worker(job_id: str, kind: str, request: dict[str, Any]
     return result, error, throttle.last
 
 
+#: The store a worker process records its jobs' progress in (set by :func:`_start_process`).
+_PROCESS_STORE: JobStore | None = None
+
+
+def _start_process(db_path: str, server_pid: int) -> None:
+    """Initializer of a worker process: open the store, and end with the server."""
+    global _PROCESS_STORE
+    _PROCESS_STORE = JobStore(db_path)
+    threading.Thread(target=_end_with_server, args=(server_pid,), daemon=True,
+                     name="topokit-watchdog").start()
+
+
+def _end_with_server(server_pid: int) -> None:
+    """Exit this process once its server is gone (it is then another process's child)."""
+    while os.getppid() == server_pid:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+def run_job_in_process(job_id: str, kind: str, request: dict[str, Any], owner: str
+                       ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+    """:func:`run_job` in a worker process: its result, error and last progress report.
+
+    Throttled progress reports go straight to the store, as ``owner``'s (the
+    server's claim): :meth:`JobStore.record_progress` drops them once the job
+    is no longer that server's.
+    """
+    store = _PROCESS_STORE
+    throttle = ProgressThrottle(lambda report: store.record_progress(job_id, owner, report),
+                                _PHASES.get(kind, kind))
+    result, error = run_job(kind, request, throttle)
+    return result, error, throttle.last
+
+
 class WorkerPool:
     """``workers`` threads running the store's queued jobs until :meth:`stop`.
 
@@ -210,11 +260,15 @@ class WorkerPool:
     ----------
     store : JobStore
     workers : int
-        Threads; 0 runs no job (the server only queues them).  With ``client``,
-        the most jobs this server has on the cluster at once.
+        Jobs at once: threads, each running its jobs in a worker process of
+        the pool; 0 runs no job (the server only queues them).  With
+        ``client``, the most jobs this server has on the cluster at once.
     client : distributed.Client, optional
         Run each job's computation on this Dask cluster; the threads claim,
         wait and record as without it.  Closed by :meth:`stop`.
+    processes : bool, default True
+        Run each job in a worker process; False runs it in the thread itself
+        (for embedding the pool where starting processes is not wanted).
     recover_seconds : float, default RECOVER_SECONDS
         Seconds between two looks for the running jobs of dead servers.
     heartbeat_seconds : float, default HEARTBEAT_SECONDS
@@ -222,11 +276,12 @@ class WorkerPool:
     """
 
     def __init__(self, store: JobStore, workers: int = 1, *, client: Any = None,
-                 recover_seconds: float = RECOVER_SECONDS,
+                 processes: bool = True, recover_seconds: float = RECOVER_SECONDS,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS):
         self.store = store
         self.workers = workers
         self.client = client
+        self.processes = bool(processes) and client is None
         self.recover_seconds = recover_seconds
         self.heartbeat_seconds = heartbeat_seconds
         #: The address of the Dask scheduler the jobs run on, or None (in this process).
@@ -245,6 +300,9 @@ class WorkerPool:
         # waits on (other servers on one cluster get events of theirs too: they are dropped).
         self._reports: dict[str, dict[str, Any] | None] = {}
         self._reports_lock = threading.Lock()
+        # The worker processes (made at start; made again if one of them dies).
+        self._executor: Any = None
+        self._executor_lock = threading.Lock()
 
     @property
     def scheduler_connected(self) -> bool | None:
@@ -256,6 +314,8 @@ class WorkerPool:
         self._recover()
         if self.client is not None:
             self.client.subscribe_topic(PROGRESS_TOPIC, self._on_progress_event)
+        if self.processes and self.workers:
+            self._executor = self._new_executor()
         loops = [(self._loop, f"topokit-worker-{k}") for k in range(self.workers)]
         if self.workers:  # a server that runs jobs renews its claim on them
             loops.append((self._renew_claims, "topokit-heartbeat"))
@@ -277,6 +337,8 @@ class WorkerPool:
         self._wake.set()
         for thread in self._threads:
             thread.join(timeout)
+        if self._executor is not None:
+            self._end_processes(self._executor)
         if self.client is not None:
             try:
                 self.client.close()
@@ -323,10 +385,12 @@ class WorkerPool:
                 self._wake.clear()
                 continue
             logger.info("running %s job %s", job.kind, job.id)
-            if self.client is None:
-                ended = self._run_here(job.id, job.kind, job.request)
-            else:
+            if self.client is not None:
                 ended = self._run_on_cluster(job.id, job.kind, job.request)
+            elif self.processes:
+                ended = self._run_in_process(job.id, job.kind, job.request)
+            else:
+                ended = self._run_here(job.id, job.kind, job.request)
             if ended is None:  # stopping: the next server on this store runs the job again
                 return
             result, error, progress = ended
@@ -379,6 +443,62 @@ class WorkerPool:
         throttle = ProgressThrottle(self._record(job_id), _PHASES.get(kind, kind))
         result, error = run_job(kind, request, throttle)
         return result, error, throttle.last
+
+    def _new_executor(self) -> Any:
+        """``workers`` worker processes, started fresh (not forked from this threaded server)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(max_workers=self.workers,
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_process,
+                                   initargs=(str(self.store.path), os.getpid()))
+
+    @staticmethod
+    def _end_processes(executor: Any) -> None:
+        """Cancel what waits and end the processes now: a job they still run is re-queued
+        by the next server on the store (its claim is this server's)."""
+        # The executor has no public way to end a running task (3.14 adds one).
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+
+    def _run_in_process(self, job_id: str, kind: str, request: dict[str, Any]
+                        ) -> tuple[str | None, str | None, dict[str, Any] | None] | None:
+        """Run a job in a worker process and wait: its result, error and last report.
+
+        None if the server stops first.  A process that dies (killed, out of
+        memory) fails its job with the reason, and the pool gets new processes.
+        """
+        from concurrent.futures.process import BrokenProcessPool
+
+        executor = self._executor
+        ended = threading.Event()
+        try:
+            future = executor.submit(run_job_in_process, job_id, kind, request, self.owner)
+            future.add_done_callback(lambda _: ended.set())
+            while not ended.wait(STOP_POLL_SECONDS):
+                if self._stop.is_set():
+                    return None
+            return future.result()
+        except RuntimeError as exc:  # BrokenProcessPool is one, and so is a shut-down pool
+            if self._stop.is_set():
+                return None  # stop() ended the processes: the next server runs the job
+            if not isinstance(exc, BrokenProcessPool):
+                raise
+            self._replace_executor(executor)
+            logger.warning("the worker process of job %s ended unexpectedly", job_id,
+                           exc_info=True)
+            return None, ("the worker process running this job ended unexpectedly "
+                          f"({' '.join(str(exc).split()) or 'no reason given'})"), None
+
+    def _replace_executor(self, broken: Any) -> None:
+        """New worker processes in place of ``broken`` (once, whichever thread sees it)."""
+        with self._executor_lock:
+            if self._executor is broken and not self._stop.is_set():
+                self._end_processes(broken)
+                self._executor = self._new_executor()
 
     def _on_progress_event(self, event: tuple[float, dict[str, Any]]) -> None:
         """Keep a cluster's progress report of a job this server waits on (Dask's loop runs
