@@ -29,20 +29,22 @@ common intervals, spelled out.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterable
-from numbers import Real
+from numbers import Integral, Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
 from .errors import DisconnectedGraphError, InvalidInputError
 
-if TYPE_CHECKING:  # networkx loads with the network model, not with these checks
+if TYPE_CHECKING:
+    # networkx loads with the network model, numpy with the array checks, not with the
+    # scalar checks: the command line's help uses those, and loads neither.
     import networkx as nx
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "check_int",
@@ -70,6 +72,8 @@ def check_finite_array(values: ArrayLike, name: str, *, ndim: int | None = None)
 
     Complex values are refused: casting them would silently drop the imaginary part.
     """
+    import numpy as np
+
     if np.iscomplexobj(values):
         raise InvalidInputError(f"{name} must be real numbers; got complex values")
     try:
@@ -92,6 +96,8 @@ def as_matrix_stack(
     Returns the stack as a contiguous float64 array of shape (k, n, n) and
     whether the input was a single matrix (so callers can squeeze the result).
     """
+    import numpy as np
+
     networkx = sys.modules.get("networkx")  # a graph exists only once networkx is loaded
     if networkx is not None and isinstance(matrix, networkx.Graph):
         raise InvalidInputError(
@@ -122,6 +128,8 @@ def as_matrix_stack(
 
 def check_symmetric(stack: NDArray, name: str = "A", atol: float = 1e-10) -> None:
     """Raise if any matrix of the stack is not symmetric."""
+    import numpy as np
+
     if np.array_equal(stack, np.swapaxes(stack, -1, -2)):
         return  # the common case, in one pass without temporaries
     gap = np.abs(stack - np.swapaxes(stack, -1, -2)).max(initial=0.0)
@@ -133,6 +141,8 @@ def check_symmetric(stack: NDArray, name: str = "A", atol: float = 1e-10) -> Non
 
 def check_row_stochastic(stack: NDArray, name: str = "A", atol: float = 1e-8) -> None:
     """Raise if a row of any matrix does not sum to one."""
+    import numpy as np
+
     gap = np.abs(stack.sum(axis=-1) - 1.0).max(initial=0.0)
     if gap > atol:
         raise InvalidInputError(
@@ -201,7 +211,8 @@ def check_real(
     ...
     topokit.errors.InvalidInputError: q must lie in (0, 1]; got 0.0
     """
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+    # numpy registers its floating and integer scalars as numbers.Real.
+    if isinstance(value, bool) or not isinstance(value, Real):
         raise InvalidInputError(f"{name} must be a real number; got {value!r}")
     try:
         value = float(value)
@@ -210,7 +221,7 @@ def check_real(
         raise InvalidInputError(
             f"{name} is too large (above 1.8e308); got an integer of about {digits} digits"
         ) from None
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise InvalidInputError(f"{name} must be finite; got {value}")
     if _outside(value, low, high, closed):
         raise InvalidInputError(f"{name} must {_bounds_text(low, high, closed)}; got {value}")
@@ -240,7 +251,8 @@ def check_int(
     """
     bounds = _bounds_text(low, high, "both").removeprefix("be ").replace("lie in", "in")
     expected = f"an integer {bounds}".rstrip()
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    # numpy registers its integer scalars as numbers.Integral.
+    if isinstance(value, bool) or not isinstance(value, Integral):
         raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
     if _outside(int(value), low, high, "both"):
         raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
@@ -420,6 +432,7 @@ def graph_adjacency(graph: nx.Graph, nodelist: list | None = None) -> NDArray[np
     No self-loops.
     """
     import networkx as nx
+    import numpy as np
 
     if graph.is_directed():
         raise InvalidInputError("expected an undirected graph; got a directed one")

@@ -13,12 +13,11 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
-
-import numpy as np
 
 __all__ = [
     "atomic_path",
@@ -224,14 +223,17 @@ def jsonable(value: Any) -> Any:
 
     Examples
     --------
+    >>> import numpy as np
     >>> jsonable({"H": np.float64("inf"), "edges": np.array([[0, 1]]), "n": np.int64(3)})
     {'H': None, 'edges': [[0, 1]], 'n': 3}
     """
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, np.ndarray):
+    # No value can be a numpy object before numpy is imported (the CLI's help never does).
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
         return jsonable(value.tolist())
-    if isinstance(value, np.generic):
+    if numpy is not None and isinstance(value, numpy.generic):
         return jsonable(value.item())
     if isinstance(value, Mapping):
         return {str(key): jsonable(item) for key, item in value.items()}

@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import typer
 
 from .._checks import check_choice, check_output_path
@@ -232,6 +231,8 @@ def _check_not_diverged(result, signals, *, clip: float | None, noisy: bool,
     that objective.  Ending above it (or at inf/NaN) means the iterates
     oscillated away, and the learned graphs mean nothing.
     """
+    import numpy as np
+
     from ..learn.federated import W0, client_means, federated_objective
 
     params = result.params
