@@ -8,10 +8,9 @@ import json
 import signal
 import time
 
+import psutil  # installed with dask[distributed], a dependency of topokit
 import pytest
 from serve_helpers import wait_ended
-
-psutil = pytest.importorskip("psutil")
 
 #: Seconds a test waits for a job to run, or for processes to end.
 WAIT_SECONDS = 60.0
