@@ -200,8 +200,20 @@ def run_job(kind: str, request: dict[str, Any],
         return None, f"internal error ({type(exc).__name__}); see the server log"
 
 
-def run_job_on_worker(job_id: str, kind: str, request: dict[str, Any]
-                      ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+#: How a job's run ends: its result (JSON text) or its error (one line), and its last
+#: progress report (None if it made none).
+Ended = tuple[str | None, str | None, dict[str, Any] | None]
+
+
+def _run_reporting(kind: str, request: dict[str, Any],
+                   sink: Callable[[dict[str, Any]], Any]) -> Ended:
+    """:func:`run_job` with its progress reports throttled into ``sink``."""
+    throttle = ProgressThrottle(sink, _PHASES.get(kind, kind))
+    result, error = run_job(kind, request, throttle)
+    return result, error, throttle.last
+
+
+def run_job_on_worker(job_id: str, kind: str, request: dict[str, Any]) -> Ended:
     """:func:`run_job` as a task on a Dask worker: its result, error and last progress report.
 
     Progress reports (throttled) go out as Dask events on :data:`PROGRESS_TOPIC`,
@@ -212,11 +224,9 @@ def run_job_on_worker(job_id: str, kind: str, request: dict[str, Any]
     from distributed import get_worker
 
     worker = get_worker()
-    throttle = ProgressThrottle(
-        lambda report: worker.log_event(PROGRESS_TOPIC, {"job": job_id, **report}),
-        _PHASES.get(kind, kind))
-    result, error = run_job(kind, request, throttle)
-    return result, error, throttle.last
+    return _run_reporting(
+        kind, request,
+        lambda report: worker.log_event(PROGRESS_TOPIC, {"job": job_id, **report}))
 
 
 #: The store a worker process records its jobs' progress in (set by :func:`_start_process`).
@@ -238,8 +248,7 @@ def _end_with_server(server_pid: int) -> None:
     os._exit(1)
 
 
-def run_job_in_process(job_id: str, kind: str, request: dict[str, Any], owner: str
-                       ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+def run_job_in_process(job_id: str, kind: str, request: dict[str, Any], owner: str) -> Ended:
     """:func:`run_job` in a worker process: its result, error and last progress report.
 
     Throttled progress reports go straight to the store, as ``owner``'s (the
@@ -247,10 +256,8 @@ def run_job_in_process(job_id: str, kind: str, request: dict[str, Any], owner: s
     is no longer that server's.
     """
     store = _PROCESS_STORE
-    throttle = ProgressThrottle(lambda report: store.record_progress(job_id, owner, report),
-                                _PHASES.get(kind, kind))
-    result, error = run_job(kind, request, throttle)
-    return result, error, throttle.last
+    return _run_reporting(kind, request,
+                          lambda report: store.record_progress(job_id, owner, report))
 
 
 class WorkerPool:
@@ -425,10 +432,6 @@ class WorkerPool:
             logger.warning("connected again to the Dask scheduler at %s", self.scheduler)
             return True
 
-    def _record(self, job_id: str) -> Callable[[dict[str, Any]], bool]:
-        """A sink that records a progress report of job ``job_id`` in the store."""
-        return lambda report: self.store.record_progress(job_id, self.owner, report)
-
     def _record_quietly(self, job_id: str, report: dict[str, Any]) -> None:
         """Record a report from the cluster; a failure is logged (a report is advice: a
         busy store must not fail the job)."""
@@ -437,12 +440,10 @@ class WorkerPool:
         except Exception:
             logger.warning("could not record a progress report", exc_info=True)
 
-    def _run_here(self, job_id: str, kind: str, request: dict[str, Any]
-                  ) -> tuple[str | None, str | None, dict[str, Any] | None]:
+    def _run_here(self, job_id: str, kind: str, request: dict[str, Any]) -> Ended:
         """Run a job in this thread: its result, error and last progress report."""
-        throttle = ProgressThrottle(self._record(job_id), _PHASES.get(kind, kind))
-        result, error = run_job(kind, request, throttle)
-        return result, error, throttle.last
+        return _run_reporting(
+            kind, request, lambda report: self.store.record_progress(job_id, self.owner, report))
 
     def _new_executor(self) -> Any:
         """``workers`` worker processes, started fresh (not forked from this threaded server)."""
@@ -465,7 +466,7 @@ class WorkerPool:
             process.terminate()
 
     def _run_in_process(self, job_id: str, kind: str, request: dict[str, Any]
-                        ) -> tuple[str | None, str | None, dict[str, Any] | None] | None:
+                        ) -> Ended | None:
         """Run a job in a worker process and wait: its result, error and last report.
 
         None if the server stops first.  A process that dies (killed, out of
@@ -512,7 +513,7 @@ class WorkerPool:
                                          if key in message}
 
     def _run_on_cluster(self, job_id: str, kind: str, request: dict[str, Any]
-                        ) -> tuple[str | None, str | None, dict[str, Any] | None] | None:
+                        ) -> Ended | None:
         """Run a job on the Dask cluster and wait, recording its progress as it comes.
 
         None if the server stops first (the job stays ``running`` and is recovered
