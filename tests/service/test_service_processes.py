@@ -1,6 +1,7 @@
 """Jobs run in worker processes of the server: a process that dies fails its job and the
-server goes on; a killed server leaves no worker process behind.  Real servers, real
-processes (psutil finds them), real kills."""
+server goes on; a server killed while a job runs leaves no worker process behind, and the
+next server on its store runs every job it held.  Real servers, real processes (psutil
+finds them), real kills."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ WAIT_SECONDS = 60.0
 
 @pytest.fixture(scope="module")
 def long_audit(tmp_path_factory):
-    """An audit request that runs for seconds: 100 devices, a random topology, 400 rounds."""
+    """An audit request that runs for seconds: 100 devices, a random topology, 150 rounds."""
     from topokit.design.baselines import random_topology
     from topokit.network.formats import save_network
     from topokit.network.siot import siot
@@ -27,7 +28,7 @@ def long_audit(tmp_path_factory):
     topology = random_topology(net, seed=1, n_dp=50)
     path = save_network(net, tmp_path_factory.mktemp("net") / "siot100.json")
     return {"network": json.loads(path.read_text()), "topology": topology.to_dict(),
-            "options": {"rounds": 400}}
+            "options": {"rounds": 150}}
 
 
 def _worker_processes(server) -> list:
@@ -71,12 +72,22 @@ def test_a_worker_process_that_dies_fails_its_job_and_the_server_goes_on(
     assert server.client.get("/v1/health").json()["status"] == "ok"
 
 
-def test_a_killed_server_leaves_no_worker_process(start_server, tmp_path, long_audit):
-    server = start_server(tmp_path / "jobs.sqlite", "--workers", "1")
-    job_id = server.client.post("/v1/audits", json=long_audit).json()["id"]
-    _running_with_progress(server, job_id)
+def test_a_server_killed_mid_run_leaves_no_process_and_loses_no_job(
+        start_server, tmp_path, long_audit, toy_json):
+    db = tmp_path / "jobs.sqlite"
+    server = start_server(db, "--workers", "1")
+    running = server.client.post("/v1/audits", json=long_audit).json()["id"]
+    queued = [server.client.post("/v1/designs", json={"network": toy_json}).json()["id"]
+              for _ in range(2)]
+    _running_with_progress(server, running)
     workers = _worker_processes(server)
     assert workers
     server.kill(signal.SIGKILL)
     _, alive = psutil.wait_procs(workers, timeout=WAIT_SECONDS)
     assert not alive, f"worker processes still running after their server was killed: {alive}"
+    restarted = start_server(db, "--workers", "1")
+    audit = wait_ended(restarted.client, running, collection="audits")
+    assert audit["status"] == "done" and audit["attempts"] == 2, audit
+    for job_id in queued:
+        design = wait_ended(restarted.client, job_id)
+        assert design["status"] == "done" and design["attempts"] == 1, design
