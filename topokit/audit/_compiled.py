@@ -10,7 +10,7 @@ measured at ``_kernels.DENSE_DEVICES``).  The same recursion, on dense blocks, i
 same order of operations; ``tests/audit/test_audit.py`` holds it against the
 sparse Python filter and the dense twin.  Flags from
 ``topokit.kernels.NJIT_FLAGS``; imported only when an audit needs it (Numba
-compiles it once per machine, about 6 s, then loads it from its cache).
+compiles it once per machine, about 5 s of CPU, then loads it from its cache).
 """
 
 from __future__ import annotations
