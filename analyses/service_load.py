@@ -247,6 +247,20 @@ def server_cpu_seconds(pid: int) -> float:
     return total
 
 
+def memory_mb(pid: int) -> dict[str, Any]:
+    """Resident and unique megabytes of the server process and of each worker process."""
+    import psutil
+
+    def of(process) -> dict[str, float]:
+        full = process.memory_full_info()
+        return {"rss_mb": full.rss / 1e6, "uss_mb": full.uss / 1e6}
+
+    server = psutil.Process(pid)
+    workers = [child for child in server.children(recursive=True)
+               if "spawn_main" in " ".join(child.cmdline())]
+    return {"server": of(server), "workers": [of(worker) for worker in workers]}
+
+
 def through_api(base: str, pid: int, network: dict[str, Any], n: int,
                 deadline: Deadline) -> tuple[float, float, float, dict[int, dict]]:
     """(warm-up seconds, wall seconds of the n designs, the server's CPU seconds in them,
@@ -437,6 +451,7 @@ def main(quick: bool) -> None:
             print(f"under load: {clients} clients, {n} designs ...", flush=True)
             load_wall, records = under_load(server.base, network, n, clients, deadline)
             health = httpx.get(f"{server.base}/v1/health", timeout=REQUEST_TIMEOUT).json()
+            memory = memory_mb(server.process.pid)
         except BaseException:
             print(f"server log (tail):\n{server.log_tail()}", file=sys.stderr)
             raise
@@ -481,7 +496,8 @@ def main(quick: bool) -> None:
         "server": {"command": ["topokit", *server.args[:-1], "<temporary folder>/jobs.sqlite"],
                    "workers": workers,
                    "workers_source": "the server's default (topokit serve without --workers)",
-                   "host": HOST, "exit_code": exit_code, "final_health": health},
+                   "host": HOST, "exit_code": exit_code, "final_health": health,
+                   "memory_after_load": memory},
         "settings": {"designs": n, "clients": clients, "designs_per_client": n // clients,
                      "network": "toy (node-link JSON, as save_network writes it)",
                      "options": "{'seed': k}, k = 0 .. designs - 1",
@@ -536,6 +552,10 @@ def main(quick: bool) -> None:
           f"under load: no GET answered; {len(errors)} errors")
     for error in errors[:10]:
         print("ERROR", error)
+    for k, worker in enumerate(memory["workers"]):
+        print(f"memory after the load: server {memory['server']['rss_mb']:.0f} MB resident; "
+              f"worker process {k} {worker['rss_mb']:.0f} MB resident, "
+              f"{worker['uss_mb']:.0f} MB its own")
     print(f"jobs under load: {len(load_ids)} submitted, {len(set(load_ids))} distinct ids, "
           f"{sum(v['status'] == 'done' for v in load_views.values())} done"
           f"{f', not ended: seeds {missing}' if missing else ''}")
