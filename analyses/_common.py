@@ -141,6 +141,20 @@ def parse_ints(text: str, option: str, *, at_least: int,
     return values
 
 
+def repeats_and_quick(description: str, *, repeats_help: str, quick_help: str,
+                      default: int = 5) -> tuple[int, bool]:
+    """(repeats, quick) from the command line: ``--repeats N`` (at least 1) and ``--quick``
+    (which times 2 repeats)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeats", type=int, default=default, help=repeats_help)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    options = parser.parse_args()
+    repeats = 2 if options.quick else options.repeats
+    if repeats < 1:
+        parser.error("--repeats must be >= 1")
+    return repeats, options.quick
+
+
 def run_quick(main: Callable[[bool], Any]) -> None:
     """Call ``main(quick)`` with the script's ``--quick`` flag."""
     parser = argparse.ArgumentParser()

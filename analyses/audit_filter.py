@@ -20,14 +20,13 @@ analyses/out/audit_filter.{json,png} (--quick: audit_filter_quick.*).
 
 from __future__ import annotations
 
-import argparse
 import time
 from datetime import date
 from functools import partial
 
 import numpy as np
 
-from analyses._common import machine, out_path, write_json
+from analyses._common import machine, out_path, repeats_and_quick, write_json
 from topokit import __version__
 
 SIZES = (16, 32, 64, 128, 192, 256)
@@ -144,18 +143,14 @@ def figure(rows: list[dict]):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per figure")
-    parser.add_argument("--quick", action="store_true", help="up to 64 devices, 2 repeats")
-    options = parser.parse_args()
-    repeats = 2 if options.quick else options.repeats
-    if repeats < 1:
-        parser.error("--repeats must be >= 1")
+    repeats, quick = repeats_and_quick(__doc__.splitlines()[0],
+                                       repeats_help="timed runs per figure",
+                                       quick_help="up to 64 devices, 2 repeats")
     from topokit._blas import one_blas_thread
 
     started = time.perf_counter()
     with one_blas_thread():
-        rows = per_observer(QUICK_SIZES if options.quick else SIZES, repeats)
+        rows = per_observer(QUICK_SIZES if quick else SIZES, repeats)
         report = design_report(repeats)
     print(f"{'devices':>8}{'compiled ms':>13}{'sparse ms':>11}{'sparse/compiled':>17}"
           f"{'max rel diff':>14}")
@@ -165,9 +160,9 @@ def main() -> None:
     print(f"toy design report, five stranger audits: compiled {report['compiled_ms']:.1f} ms, "
           f"sparse {report['sparse_ms']:.1f} ms ({report['sparse_over_compiled']:.1f}x); "
           f"same exposed pairs: {report['same_exposed_pairs']}")
-    name = "audit_filter_quick" if options.quick else "audit_filter"
+    name = "audit_filter_quick" if quick else "audit_filter"
     write_json(f"{name}.json", {
-        "command": "python -m analyses.audit_filter" + (" --quick" if options.quick else ""),
+        "command": "python -m analyses.audit_filter" + (" --quick" if quick else ""),
         "topokit_version": __version__, "date": date.today().isoformat(),
         "machine": machine(), "repeats": repeats, "rounds": ROUNDS,
         "observers_per_size": OBSERVERS, "per_observer": rows, "design_report": report,

@@ -27,7 +27,6 @@ runs.  Writes analyses/out/startup.{json,png} (with --quick startup_quick.*).
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import resource
@@ -38,7 +37,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from analyses._common import machine, out_path, write_json
+from analyses._common import machine, out_path, repeats_and_quick, write_json
 from topokit import __version__
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -174,19 +173,15 @@ def figure(rows: dict, runs: dict):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="runs per warm figure")
-    parser.add_argument("--quick", action="store_true", help="no cold runs, 2 repeats")
-    options = parser.parse_args()
-    repeats = 2 if options.quick else options.repeats
-    if repeats < 1:
-        parser.error("--repeats must be >= 1")
+    repeats, quick = repeats_and_quick(__doc__.splitlines()[0],
+                                       repeats_help="runs per warm figure",
+                                       quick_help="no cold runs, 2 repeats")
     started = time.perf_counter()
-    rows, runs = startup(repeats), first_runs(repeats, cold=not options.quick)
+    rows, runs = startup(repeats), first_runs(repeats, cold=not quick)
     report(rows, runs)
-    name = "startup_quick" if options.quick else "startup"
+    name = "startup_quick" if quick else "startup"
     write_json(f"{name}.json", {
-        "command": "python -m analyses.startup" + (" --quick" if options.quick else ""),
+        "command": "python -m analyses.startup" + (" --quick" if quick else ""),
         "topokit_version": __version__, "date": date.today().isoformat(),
         "machine": machine(), "repeats": repeats, "startup": rows, "first_runs": runs,
         "seconds": round(time.perf_counter() - started)})
