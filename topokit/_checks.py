@@ -213,7 +213,7 @@ def check_real(
     """
     # numpy registers its floating and integer scalars as numbers.Real.
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise InvalidInputError(f"{name} must be a real number; got {value!r}")
+        raise InvalidInputError(f"{name} must be a real number; got {shown(value)}")
     try:
         value = float(value)
     except OverflowError:  # an integer beyond the float range
@@ -253,9 +253,9 @@ def check_int(
     expected = f"an integer {bounds}".rstrip()
     # numpy registers its integer scalars as numbers.Integral.
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
+        raise InvalidInputError(f"{name} must be {expected}; got {shown(value)}")
     if _outside(int(value), low, high, "both"):
-        raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
+        raise InvalidInputError(f"{name} must be {expected}; got {shown(value)}")
     return int(value)
 
 
@@ -278,7 +278,7 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
         known = False
     if not known:
         raise InvalidInputError(
-            f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}"
+            f"{name} must be one of {', '.join(map(shown, options))}; got {shown(value)}"
         )
     return value
 
@@ -442,9 +442,24 @@ def graph_adjacency(graph: nx.Graph, nodelist: list | None = None) -> NDArray[np
     return np.ascontiguousarray((adjacency > 0).astype(np.float64))
 
 
+def shown(value: Any) -> str:
+    """``repr(value)`` as a user reads it in a message: a numpy scalar as the Python value it
+    holds (``-5.0``, ``7``, ``'a'``, ``True``; not ``np.float64(-5.0)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shown(np.float64(-5.0)), shown(np.int64(7)), shown(np.str_("a")), shown("a")
+    ('-5.0', '7', "'a'", "'a'")
+    """
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()
+    return repr(value)
+
+
 def brief(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a message is one line)."""
-    text = repr(value)
+    """:func:`shown` ``value``, cut to ``limit`` characters (a message is one line)."""
+    text = shown(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

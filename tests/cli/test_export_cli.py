@@ -97,7 +97,7 @@ def test_the_help_names_every_format():
      "not both"),
     (["-f", "dp-plan", "-o", "{tmp}/p.json", "--example", "siot16"], "invalid topology"),
     (["-f", "dp-plan", "-o", "{tmp}/p.json", "--example", "nope"], "unknown example"),
-    (["-f", "networkx-json", "-o", "{design}"], "would overwrite the design file"),
+    (["-f", "networkx-json", "-o", "{design}"], "is the DESIGN file, an input"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(args, words, design_file,
                                                             tmp_path):

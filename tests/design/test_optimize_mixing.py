@@ -75,14 +75,17 @@ def test_the_mlp_predictor_keeps_the_paper_s_weights_and_their_margin(designs):
     assert mlp.stats["ndlf_margin"]["margin"] == 1.12  # Lazy-Metropolis's default margin
     explicit = optimize(net, seed=0, predictor="mlp", mixing="lazy-metropolis")
     assert explicit.topology == mlp.topology
-    # The rule follows the predictor's provenance, not its name: the same fit loaded from
-    # a file or passed as an object gives the same default; one without a trained model
-    # (say calibrated on a user's runs) gets fastest-mixing weights.
+    # The rule follows the model's measured trait, not the predictor's name: the same fit
+    # loaded from a file or passed as an object gives the same default; one with no record
+    # of its model (say calibrated on a user's runs, untold) gets the safe weights, and one
+    # told the trait of a fast learner gets fastest-mixing weights.
     fitted = load_predictor("mlp")
     assert default_mixing(fitted) == "lazy-metropolis"
     anonymous = load_predictor("mlp").set_params()
     anonymous.provenance_ = {k: v for k, v in fitted.provenance_.items()
-                             if k != "trained_model"}
+                             if k not in ("trained_model", "model")}
+    assert default_mixing(anonymous) == "lazy-metropolis"
+    anonymous.provenance_["model_traits"] = {"model": "mine", "probe_rounds": 5.0}
     assert default_mixing(anonymous) == "fastest"
 
 

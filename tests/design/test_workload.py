@@ -247,7 +247,7 @@ def test_mlp_workload_lies_inside_the_mlp_predictor(mlp_predictor):
 
 @pytest.mark.parametrize("kwargs, field", [
     ({"epsilon": 0.25}, "noise multiplier"), ({"target": 0.55}, "target"),
-    ({"model": "cnn"}, "model"), ({"model": "mlp"}, "model"), ({"rounds": 500}, "rounds"),
+    ({"model": "cnn"}, "model"), ({"model": "mlp"}, "model"),
     ({"batch_size": 32}, "batch_size"), ({"local_steps": 2}, "local_steps"),
     ({"max_grad_norm": 0.5}, "max_grad_norm"), ({"n_samples": 60000}, "n_samples"),
     ({"noise_multiplier": 5.0}, "noise multiplier"),
@@ -256,6 +256,11 @@ def test_each_setting_outside_the_fit_gives_one_reason(default_predictor, kwargs
     reasons = workload_outside(default_predictor, Workload(**kwargs))
     assert len(reasons) == 1 and reasons[0].startswith(field)
     assert "\n" not in reasons[0]
+
+
+@pytest.mark.parametrize("rounds", [50, 200, 500])
+def test_the_horizon_is_a_setting_not_a_reason(default_predictor, rounds):
+    assert workload_outside(default_predictor, Workload(rounds=rounds)) == ()
 
 
 def test_reasons_name_both_values(default_predictor):

@@ -154,8 +154,9 @@ def test_optimize_judges_a_measured_model_of_ones_own_at_its_workload():
         design = optimize(load_example("siot16"), seed=0, workload=measured)
     assert design.predictor["name"] == "workload"
     assert list(design.stats["workload"]["outside"]) == []
-    # Without the probe's measurements the model is unknown: the default predictor, and why.
-    assert shipped_predictor_for(Workload(model="cnn", ceiling=0.95)) == "default"
+    # Without the probe's measurements the model is unknown: the same predictor, at the
+    # values it knows (workload_clamps), with the safe choices (tests/design/test_trust.py).
+    assert shipped_predictor_for(Workload(model="cnn", ceiling=0.95)) == "workload"
 
 
 def test_outside_the_ranges_says_which_setting():
@@ -212,11 +213,17 @@ def test_optimize_designs_at_a_workload_inside_the_fit(toy):
     assert by_hand.metrics.pseudo_time == told.metrics.pseudo_time
 
 
-def test_optimize_outside_the_fit_designs_at_the_fitted_settings(toy):
+def test_optimize_outside_the_fit_clamps_what_lies_outside(toy):
+    from topokit.design.time_predictor import predictor_within_fit
+
+    workload = Workload(epsilon=100.0)
     with pytest.warns(TopokitWarning, match="outside what the predictor was fitted on"):
-        told = optimize(toy, seed=0, workload=Workload(epsilon=100.0))
-    assert told.stats["workload"]["extrapolated"] is True
-    assert told.topology == optimize(toy, seed=0, predictor="workload").topology
+        told = optimize(toy, seed=0, workload=workload)
+    record = told.stats["workload"]
+    assert record["extrapolated"] is True and list(record["clamped"]) == ["noise_multiplier"]
+    assert record["designed_at"] == "the workload, clamped to what the predictor was fitted on"
+    clamped, _ = predictor_within_fit(load_predictor("workload"), workload)
+    assert told.topology == optimize(toy, seed=0, predictor=clamped).topology
 
 
 def test_a_named_predictor_is_kept_with_a_workload(toy):
@@ -282,8 +289,20 @@ def test_a_predictor_calibrated_on_a_models_runs_designs_with_its_weights(user_r
                      settings=Workload(model="mlp", target=0.8)).predictor
     assert told.provenance_["trained_model"] == "mlp"
     assert default_mixing(told) == default_mixing("mlp")
+    # Told nothing of the runs' model, the refit claims none: the safe weights.
     untold = calibrate(user_runs, predictor="default", target=0.8, prior_strength=10).predictor
-    assert default_mixing(untold) == default_mixing("default")
+    assert "trained_model" not in untold.provenance_
+    assert default_mixing(untold) == "lazy-metropolis"
+    # Told a model of one's own and its measured trait, the weights follow the measurement.
+    for trait, weights in ((4, "fastest"), (40, "lazy-metropolis")):
+        mine = calibrate(user_runs, predictor="default", target=0.8, prior_strength=10,
+                         settings=Workload(model="mine", target=0.8, ceiling=0.9,
+                                           probe_rounds=trait)).predictor
+        assert mine.provenance_["model_traits"] == {
+            "model": "mine", "probe_rounds": float(trait), "probe_rounds_source": "the workload",
+            "ceiling": 0.9}
+        assert default_mixing(mine) == weights
+        assert default_mixing(mine, Workload(model="mine")) == weights
 
 
 def test_rounds_and_oriented_are_predict_features_and_oriented_rows(toy):

@@ -44,4 +44,10 @@ def test_the_probe_is_the_run_of_train_it_describes(probe):
 
 def test_the_probe_sets_dp_and_partition_itself():
     with pytest.raises(InvalidInputError, match="ceiling_probe sets dp itself"):
-        ceiling_probe(*load_digits(), rounds=2, dp=True)
+        ceiling_probe(*load_digits(), rounds=3, dp=True)
+
+
+@pytest.mark.parametrize("rounds", [2, 0, 2.5, True])
+def test_a_probe_of_fewer_than_three_rounds_is_one_line(rounds):
+    with pytest.raises(InvalidInputError, match="at least 3 rounds"):
+        ceiling_probe(*load_digits(), rounds=rounds)

@@ -267,8 +267,13 @@ def test_on_a_few_runs_the_prior_predicts_other_networks_better(runs):
     assert min(prior) > min(plain)
 
 
-def test_a_prior_toward_the_mlp_predictor_keeps_its_trained_model(runs):
-    result = calibrate(runs.frame, predictor="mlp", prior_strength=10)
+def test_a_prior_toward_the_mlp_predictor_records_the_model_it_was_told(runs):
+    from topokit import Workload
+
+    untold = calibrate(runs.frame, predictor="mlp", prior_strength=10).predictor
+    assert "trained_model" not in untold.provenance_  # the runs may be any model's
+    result = calibrate(runs.frame, predictor="mlp", prior_strength=10,
+                       settings=Workload(model="mlp"))
     assert result.predictor.provenance_["trained_model"] == "mlp"
     assert result.to_dict()["prior_strength"] == 10
     assert result.cv_folds == 5 and np.isfinite(result.spearman_fitted_cv)

@@ -69,18 +69,25 @@ def test_calibrate_refits_the_time_predictor_on_censored_runs():
     assert max(others) < 0.05
 
 
-def test_a_refit_keeps_the_model_its_base_was_trained_on():
-    """Refitting the MLP's predictor on a user's runs keeps optimize's weights for the MLP."""
+def test_a_refit_claims_the_model_its_runs_were_told_to_be():
+    """A refit on a user's runs carries the runs' model and its measurement, not its base's:
+    told nothing, it claims no model and optimize gives its designs the safe weights."""
+    from topokit import Workload
     from topokit.design import default_mixing, load_predictor
 
     runs = synthetic_runs(2)
     refit = calibrate(runs, predictor="mlp", seed=0).predictor
-    assert refit.provenance_["trained_model"] == "mlp"
+    assert "trained_model" not in refit.provenance_
     assert default_mixing(refit) == default_mixing("mlp") == "lazy-metropolis"
     assert refit.to_dict()["model"] != load_predictor("mlp").to_dict()["model"]  # refitted
+    told = calibrate(runs, predictor="mlp", seed=0,
+                     settings=Workload(model="logreg")).predictor
+    assert told.provenance_["trained_model"] == "logreg"
+    assert told.provenance_["model_traits"]["probe_rounds"] == 4.0  # topokit's measurement
+    assert default_mixing(told) == "fastest"
     plain = calibrate(runs, predictor=TrainingTimePredictor(horizon=HORIZON), seed=0).predictor
     assert "trained_model" not in (getattr(plain, "provenance_", None) or {})
-    assert default_mixing(plain) == "fastest"
+    assert default_mixing(plain) == "lazy-metropolis"
 
 
 @pytest.mark.parametrize(

@@ -45,8 +45,17 @@ def test_options_that_disagree_with_the_workload_are_refused_in_one_line(toy, op
 
 
 def test_a_model_topokit_does_not_train_needs_a_trainer(toy):
-    with pytest.raises(InvalidInputError, match="pass trainer="):
+    with pytest.raises(InvalidInputError, match=r"pass model=YourModel\(...\) .* or "
+                                                "trainer=your_training_function"):
         validate(toy, ["ndlf"], workload=Workload(model="cnn"), **SMALL)
+
+
+def test_a_model_object_of_ones_own_trains_under_the_workload_s_name(toy):
+    from topokit.training import MLP
+
+    told = Workload(model="mine", epsilon=1.0, target=0.5, rounds=4)
+    result = validate(toy, ["ndlf"], workload=told, model=MLP(64, 10, hidden=8), **SMALL)
+    assert list(result.frame["topology"]) == ["ndlf"]
 
 
 def test_the_optimize_spec_designs_for_the_workload_and_says_when_it_lies_outside(toy):

@@ -245,6 +245,23 @@ def test_parts_of_another_job_are_refused_unless_restarted(toy, tmp_path, monkey
     assert len(calls) == 6 and len(result.frame) == 12
 
 
+def test_parts_of_another_model_of_the_same_repr_are_refused(toy, tmp_path, monkeypatch):
+    """Two user models whose repr names only their sizes are still two jobs."""
+    from topokit.training import MLP
+
+    class Mine(MLP):
+        def __repr__(self) -> str:  # as Model's own: sizes only
+            return f"Mine(n_features={self.n_features}, n_classes={self.n_classes})"
+
+    output = tmp_path / "runs.parquet"
+    _counting_train(monkeypatch, fail_after=1)
+    with pytest.raises(_Interrupted):
+        validate(toy, output=output, model=Mine(64, 10, hidden=4), **SETTINGS)
+    _counting_train(monkeypatch)
+    with pytest.raises(InvalidInputError, match="different job"):
+        validate(toy, output=output, model=Mine(64, 10, hidden=8), **SETTINGS)
+
+
 def test_parallel_workers_give_the_same_numbers(toy, result):
     parallel = validate(toy, n_jobs=2, **SETTINGS)
     pd.testing.assert_frame_equal(_measured(parallel.frame), _measured(result.frame))

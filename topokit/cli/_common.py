@@ -12,9 +12,10 @@ import contextlib
 import errno
 import functools
 import math
+import os
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -175,6 +176,68 @@ def check_output_option(path: Path | None, name: str = "--output") -> None:
     """Refuse an output path that cannot be written (a file as folder, a folder) up front."""
     if path is not None:
         check_output_path(path, name)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same existing file (through links, or
+    spelled differently), or the same resolved path."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a loop of symbolic links: the writer says so
+        return False
+
+
+def check_outputs_apart(outputs: Iterable[tuple[str, Path | None]],
+                        inputs: Iterable[tuple[str, str | Path | None]]) -> None:
+    """Refuse, before any work, an output that is one of the command's inputs (writing it
+    would replace the input) or the file of another output.
+
+    ``outputs`` pairs how the command names each file it writes with the file:
+    the option (``"--output"``), or for a file written beside it a phrase
+    starting with the option in which ``{path}`` stands for the file
+    (``"--output g.edges: {path}, written beside it,"``).  ``inputs`` pairs
+    what each input is (``"the NETWORK file"``) with its path.  None, an input
+    that is not a path (a predictor's name) and one that does not exist (its
+    reader refuses it) are skipped.  Paths are the same file when they resolve
+    to one (:func:`os.path.samefile` for existing files: a link to the input
+    counts).
+
+    Examples
+    --------
+    >>> check_outputs_apart([("--output", Path("a.png")), ("--plot", Path("./a.png"))], [])
+    Traceback (most recent call last):
+    ...
+    topokit.errors.InvalidInputError: --output and --plot write the same file a.png; give ...
+    """
+    written = [(name, Path(path)) for name, path in outputs if path is not None]
+    # An input that does not exist is its reader's to refuse.
+    sources = [(what, Path(path)) for what, path in inputs
+               if isinstance(path, (str, Path)) and Path(path).exists()]
+    for index, (name, path) in enumerate(written):
+        option = name.split()[0]
+        for what, source in sources:
+            if _same_file(path, source):
+                text = name.replace("{path}", str(path)) if "{path}" in name else \
+                    f"{name} {path}"
+                spelled = "" if str(source) == str(path) else f" ({source})"
+                raise InvalidInputError(
+                    f"{text} is {what}{spelled}, an input of this command: writing it would "
+                    f"replace the input; choose another {option}")
+        for other, earlier in written[:index]:
+            if _same_file(path, earlier):
+                raise InvalidInputError(f"{other.split()[0]} and {option} write the same file "
+                                        f"{path}; give {option} another path")
+
+
+def predictor_file(predictor: str | Path | None) -> Path | None:
+    """The file of a --predictor / --refit option, None for a predictor's name."""
+    if predictor is None:
+        return None
+    from ..design.time_predictor import PREDICTOR_NAMES
+
+    return None if str(predictor).strip().lower() in PREDICTOR_NAMES else Path(predictor)
 
 
 def check_predictor_option(predictor: str | Path | None, name: str = "--predictor") -> None:

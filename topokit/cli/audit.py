@@ -12,6 +12,7 @@ from ._common import (
     JsonOpt,
     NetworkArg,
     check_jobs_option,
+    check_outputs_apart,
     check_plot_path,
     console,
     handles_user_errors,
@@ -135,6 +136,8 @@ def audit_command(
 
     _check_options(rounds, noise_multiplier, delta, n_jobs, plot, model)
     _check_topology_path(topology)
+    check_outputs_apart([("--plot", plot)], [("the NETWORK file", network),
+                                             ("the --topology file", topology)])
     workers = worker_count(n_jobs)
     check_network_file(network, audit_run(rounds, model=model, workers=workers),
                        example=example)

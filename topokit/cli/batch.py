@@ -10,6 +10,7 @@ from ..errors import InvalidInputError
 from ._common import (
     check_jobs_option,
     check_output_option,
+    check_outputs_apart,
     console,
     handles_user_errors,
     reporting_progress,
@@ -44,6 +45,7 @@ def batch(
     check_jobs_option(n_jobs)
     check_int(chunk_size, "--chunk-size", low=1)
     check_output_option(output)
+    _check_output_apart(output, directory)
     source = parse_ensemble(random) if random else directory
     with reporting_progress("chunks") as report:
         table = batch_analyze(
@@ -52,6 +54,17 @@ def batch(
         )
     console.print(f"wrote {len(table)} rows to {output}")
     _report_failed_files(table)
+
+
+def _check_output_apart(output: Path, directory: Path | None) -> None:
+    """--output is none of the network files of DIRECTORY (batch reads them all)."""
+    from ..network.core import NETWORK_SUFFIXES
+
+    if directory is None or output.suffix.lower() not in NETWORK_SUFFIXES:
+        return  # batch reads only the network files of the folder, those present
+    check_outputs_apart([("--output", output)],
+                        [(f"a network file of the DIRECTORY {directory}",
+                          directory / output.name)])
 
 
 def _report_failed_files(table, shown: int = 10) -> None:

@@ -23,6 +23,7 @@ from ._common import (
     PaperPredictorOpt,
     check_jobs_option,
     check_output_option,
+    check_outputs_apart,
     check_plot_path,
     check_predictor_option,
     check_seed_option,
@@ -30,6 +31,7 @@ from ._common import (
     handles_user_errors,
     metrics_table,
     naming_options,
+    predictor_file,
     print_json,
     reporting_progress,
     resolve_network,
@@ -273,6 +275,10 @@ def design(
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
     _check_run_options(plot, output, n_jobs, seed)
+    check_outputs_apart([("--output", output), ("--plot", plot)],
+                        [("the NETWORK file", network),
+                         ("the --predictor file", predictor_file(predictor)),
+                         ("the --workload file", workload_file)])
     workload = _workload_option(method, {"epsilon": epsilon, "target": target,
                                          "model": model_name, "ceiling": ceiling,
                                          "probe_rounds": probe_rounds}, workload_file)

@@ -12,6 +12,7 @@ from ..errors import InvalidInputError
 from ._common import (
     ExampleOpt,
     check_output_option,
+    check_outputs_apart,
     console,
     handles_user_errors,
     naming_options,
@@ -60,7 +61,7 @@ def export_command(
     if design.is_dir():
         raise InvalidInputError(f"DESIGN: {design} is a directory; give the design JSON file "
                                 "written by topokit design -o")
-    _check_outputs(output, format)
+    _check_outputs(output, format, design, network)
     net = _network(network, example)
     with naming_options({"path": "--output", "format": "--format", "design": "DESIGN",
                          "net": "--network"}):
@@ -78,17 +79,24 @@ def export_command(
         console.print(_prediction_line(prediction))
 
 
-def _check_outputs(output: Path, format: str) -> None:
-    """--output and the files the format writes beside it, none of them a folder."""
+def _check_outputs(output: Path, format: str, design: Path, network: Path | None) -> None:
+    """--output and the files the format writes beside it: none of them a folder, the
+    DESIGN file or the --network file."""
     from ..export import export_files
 
     check_output_option(output)
-    for sidecar in export_files(output, format)[1:]:
+    sidecars = export_files(output, format)[1:]
+    for sidecar in sidecars:
         if sidecar.is_dir():
             raise InvalidInputError(
                 f"--output: {sidecar}, which {format} writes beside {output.name}, is a "
                 "directory; remove it or choose another --output"
             )
+    check_outputs_apart(
+        [("--output", output),
+         *((f"--output {output}: {{path}}, which {format} writes beside it,", sidecar)
+           for sidecar in sidecars)],
+        [("the DESIGN file", design), ("the --network file", network)])
 
 
 def _network(network: Path | None, example: str | None):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the GFL core (pandas, scipy) loads when a command runs
     from ..gfl.core import GFLResult
 from ._common import (
     check_output_option,
+    check_outputs_apart,
     check_plot_path,
     check_seed_option,
     console,
@@ -128,6 +129,8 @@ def run_command(
     _check_suffix(output, (".parquet", ".csv"), "--output")
     check_output_option(output)
     check_plot_path(plot)
+    check_outputs_apart([("--output", output), ("--plot", plot)],
+                        [("the CONFIG.toml file", config_file)])
     check_seed_option(seed)
     with naming_options({"preset": "--preset", "base": "--preset", "seed": "--seed"}):
         config = _resolve_config(config_file, preset_name, seed)

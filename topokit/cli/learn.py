@@ -16,7 +16,12 @@ import typer
 from .._checks import check_choice, check_output_path
 from .._io import atomic_paths, dumps_json, write_json
 from ..errors import InvalidInputError
-from ._common import check_output_option, check_plot_path, check_seed_option
+from ._common import (
+    check_output_option,
+    check_outputs_apart,
+    check_plot_path,
+    check_seed_option,
+)
 
 if TYPE_CHECKING:  # networkx loads when a command runs, not for topokit --help
     import networkx as nx
@@ -52,18 +57,25 @@ def _write_graph_json(graph: nx.Graph, path: str | Path, *, seed: int | None = 0
     return write_json(path, _graph_file_data(graph, Path(path).stem, seed=seed))
 
 
+def _federated_files(client_files: list[Path], output: Path) -> list[Path]:
+    """The files learn-federated writes into ``output``: consensus.json, one
+    local_<name>.json per client and summary.json."""
+    return [output / "consensus.json",
+            *(output / f"local_{path.stem}.json" for path in client_files),
+            output / "summary.json"]
+
+
 def _write_federated(result, client_files: list[Path], output: Path, seed: int | None) -> None:
     """consensus.json, one local_<name>.json per client and summary.json, replaced together.
 
     A run never leaves new graphs beside an old summary: every file is written
     to a temporary file first and all are renamed at the end.
     """
-    files = {output / "consensus.json": _graph_file_data(result.consensus.graph, "consensus",
-                                                         seed=seed)}
-    for path, graph in zip(client_files, result.local, strict=True):
-        name = f"local_{path.stem}"
-        files[output / f"{name}.json"] = _graph_file_data(graph.graph, name, seed=seed)
-    files[output / "summary.json"] = {
+    consensus, *local, summary = _federated_files(client_files, output)
+    files = {consensus: _graph_file_data(result.consensus.graph, "consensus", seed=seed)}
+    for path, graph in zip(local, result.local, strict=True):
+        files[path] = _graph_file_data(graph.graph, path.stem, seed=seed)
+    files[summary] = {
         k: v for k, v in result.to_dict().items() if k not in ("local", "consensus")
     }
     with atomic_paths(*files) as temps:
@@ -109,6 +121,8 @@ def learn_command(
 
     check_plot_path(plot)
     check_output_option(output)
+    check_outputs_apart([("--output", output), ("--plot", plot)],
+                        [("the SIGNALS file", signals)])
     check_seed_option(seed)
     X = load_signals(signals)
     if degree is not None:
@@ -172,6 +186,11 @@ def learn_federated_command(
     check_choice(coupling, "--coupling", ("implicit", "explicit"))
     check_seed_option(seed)
     check_output_path(output / "summary.json", "--output")
+    check_outputs_apart(
+        [(f"--output {output}: {{path}}, written there,", path)
+         for path in _federated_files(client_files, output)],
+        [(f"the signals file of client {index}", path)
+         for index, path in enumerate(client_files, start=1)])
     from ..learn.data import load_signals
     from ..learn.federated import learn_federated
 

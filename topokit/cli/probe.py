@@ -15,11 +15,13 @@ from ._common import (
     ExampleOpt,
     JsonOpt,
     NetworkArg,
+    check_outputs_apart,
     check_predictor_option,
     check_seed_option,
     console,
     handles_user_errors,
     naming_options,
+    predictor_file,
     print_json,
     resolve_network,
 )
@@ -31,9 +33,10 @@ INDEX_NAME = "index.csv"
 NETWORK_NAME = "network.json"
 
 
-def _check_folder(folder: Path, names: tuple[str, ...] = (NETWORK_NAME, INDEX_NAME)) -> None:
+def _check_folder(folder: Path, inputs: list[tuple[str, Path | str | None]],
+                  names: tuple[str, ...] = (NETWORK_NAME, INDEX_NAME)) -> None:
     """A folder the probes can be written to (missing folders are created), where none of
-    the files ``names`` is a folder."""
+    the files ``names`` is a folder or one of the command's ``inputs``."""
     if folder.exists() and not folder.is_dir():
         raise InvalidInputError(
             f"--output: {folder} is a file; give a folder for the probes, e.g. probes/")
@@ -44,6 +47,8 @@ def _check_folder(folder: Path, names: tuple[str, ...] = (NETWORK_NAME, INDEX_NA
                 f"--output: {folder} holds a folder {name}, where the file {name} goes; "
                 "remove it or give another folder"
             )
+    check_outputs_apart([(f"--output {folder}: {{path}}, written there,", folder / name)
+                         for name in names], inputs)
 
 
 #: probe_topologies's parameters as this command names them, in its errors.
@@ -102,19 +107,23 @@ def probe_command(
     first two) and refit with `topokit calibrate runs.csv --refit default`.
     """
     from ..design.workload import load_workload
-    from ..validation.probes import probe_index, probe_topologies
+    from ..validation.probes import FIXED_PROBES, probe_index, probe_topologies
     from ._sizes import check_network_file, design_run
 
     check_seed_option(seed)
     check_predictor_option(predictor)
-    _check_folder(output)
+    inputs = [("the NETWORK file", network), ("the --predictor file", predictor_file(predictor)),
+              ("the --workload file", workload_file)]
+    # The probes every run writes, now; the others, once chosen, before anything is written.
+    _check_folder(output, inputs, (NETWORK_NAME, INDEX_NAME,
+                                   *(f"{name}.json" for name in FIXED_PROBES)))
     check_network_file(network, design_run(["optimize"]), example=example)  # before reading
     net = resolve_network(network, example)
     settings = None if workload_file is None else load_workload(workload_file)
     with naming_options(_PROBE_OPTIONS):
         probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)
         index = probe_index(net, probes, predictor=predictor, settings=settings)
-    _check_folder(output, tuple(f"{name}.json" for name in probes))  # nothing written yet
+    _check_folder(output, inputs, tuple(f"{name}.json" for name in probes))  # nothing written
     index.insert(1, "network", NETWORK_NAME)
     index.insert(2, "topology", [f"{name}.json" for name in probes])
     _write_probes(output, net, probes, index)

@@ -21,12 +21,14 @@ from ._common import (
     PaperPredictorOpt,
     check_jobs_option,
     check_output_option,
+    check_outputs_apart,
     check_plot_path,
     check_predictor_option,
     check_seed_option,
     console,
     handles_user_errors,
     naming_options,
+    predictor_file,
     print_json,
     reporting_progress,
     resolve_network,
@@ -179,6 +181,40 @@ def _check_runs_output(output: Path | None) -> None:
             )
 
 
+def _dataset_files(dataset: str) -> list[Path]:
+    """The files --dataset FORMAT:DIR reads (the training files of
+    :func:`topokit.training.load_fashion_mnist` and :func:`~topokit.training.load_cifar10`,
+    under every name they are looked for); none for the bundled digits."""
+    name, _, directory = dataset.partition(":")
+    if not directory:
+        return []
+    if name.strip().lower() == "cifar10":
+        names = [f"data_batch_{k}" for k in range(1, 6)]
+    else:
+        stems = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
+        names = [variant for stem in stems
+                 for variant in (stem, f"{stem}.gz", stem.replace("-idx", ".idx"))]
+    return [Path(directory) / file for file in names]
+
+
+def _check_outputs_apart(output: Path | None, plot: Path | None, *, network: Path | None,
+                         predictor: Path | None, workload_file: Path | None,
+                         dataset: str) -> None:
+    """--output, the files beside it and --plot are none of validate's inputs (and not one
+    another)."""
+    from ..validation.core import curves_path, timings_path
+
+    beside = [] if output is None else [
+        (f"--output {output}: {{path}}, where the {what} go beside it,", path)
+        for path, what in ((curves_path(output), "accuracy curves"),
+                           (timings_path(output), "wall-clock times"))]
+    check_outputs_apart(
+        [("--output", output), *beside, ("--plot", plot)],
+        [("the NETWORK file", network), ("the --predictor file", predictor_file(predictor)),
+         ("the --workload file", workload_file),
+         *(("a file of --dataset", path) for path in _dataset_files(dataset))])
+
+
 def _check_network_size(network: Path | None, example: str | None, topologies: str,
                         audit_rounds: int) -> None:
     """Refuse, before it is read, a network file too large to load, design the
@@ -248,6 +284,8 @@ def validate_command(
 
     check_plot_path(plot)
     _check_runs_output(output)
+    _check_outputs_apart(output, plot, network=network, predictor=predictor,
+                         workload_file=workload_file, dataset=dataset)
     check_predictor_option(predictor)
     check_seed_option(seed)
     check_jobs_option(n_jobs)
@@ -272,7 +310,9 @@ def validate_command(
                      scheduler=scheduler, audit_rounds=audit_rounds, resume=not restart,
                      workload=None if workload_file is None else load_workload(workload_file),
                      **train_kwargs)
-    with naming_options(_VALIDATE_OPTIONS, _VALIDATE_PHRASES), \
+    phrases = _VALIDATE_PHRASES if workload_file is None else {
+        **_VALIDATE_PHRASES, "the workload's rounds": f"the rounds of {workload_file}"}
+    with naming_options(_VALIDATE_OPTIONS, phrases), \
             reporting_progress("training runs", quiet=as_json) as report:
         result = validate(net, progress=report, **arguments)
     if plot is not None:
@@ -368,9 +408,13 @@ def calibrate_command(
     rounds to reach it or empty, rounds run; see `topokit probe`).
     """
     from ..design.workload import load_workload
+    from ..validation.calibration import runs_table_files
     from ..validation.core import calibrate
 
     check_output_option(output)
+    check_outputs_apart([("--output", output)],
+                        [("the RUNS table", runs), ("the --refit file", predictor_file(refit)),
+                         ("the --workload file", workload_file), *runs_table_files(runs)])
     check_seed_option(seed)
     _check_refit(refit)
     if refit is not None and (noise_variance or positive):

@@ -68,7 +68,9 @@ _SEARCH_AND_JUDGE = {
     "predict_topology": "time_predictor", "predictor_at_workload": "time_predictor",
     "shipped_predictor_for": "time_predictor", "workload_ceiling": "time_predictor",
     "workload_probe_rounds": "time_predictor",
-    "workload_outside": "time_predictor",
+    "workload_outside": "time_predictor", "workload_clamps": "time_predictor",
+    "predictor_within_fit": "time_predictor",
+    "measured_probe_rounds": "trust", "mixing_for_trait": "trust",
 }
 # The network model loads on first use too: networkx and the file readers are not needed
 # to print ``topokit --help``.
@@ -119,7 +121,11 @@ __all__ = [
     "predictor_at_workload",
     "workload_ceiling",
     "workload_probe_rounds",
+    "workload_clamps",
+    "predictor_within_fit",
     "shipped_predictor_for",
+    "measured_probe_rounds",
+    "mixing_for_trait",
     "autotag",
     "optimize",
     "default_mixing",

@@ -25,7 +25,9 @@ fastest:
    search from, say, a path graph whose mixing no run ever measured.
 
 The result is never predicted slower than any reference design: they are
-starts, and a move is taken only when it lowers the predicted time.
+starts, and a move is taken only when it lowers the predicted time.  (Except for a
+workload the predictor cannot vouch for DP devices at: see ``workload`` in
+:func:`optimize`; the search then starts from and moves among topologies without them.)
 
 *Mixing weights* (``mixing``).  The searched design and NDLF (the social graph as it
 is) both get the chosen weights, each kept only if predicted no slower than without
@@ -40,8 +42,11 @@ fastest-mixing weights and no search is as fast (1.55x and 1.50x).  The MLP does
 from them: with its own predictor (``predictor="mlp"``, fitted on MLP runs) fastest-mixing
 weights left ``optimize`` more than 2 % slower than NDLF in 21 and 26 of 69 settings (7
 and 11 measurably), the paper's weights with ``ndlf_margin`` 1.12 in 0 and 3 (0 and 1), so
-with that predictor the default is the paper's Lazy-Metropolis weights
-(docs/tutorial/design.md).  Eq. (15) models Lazy-Metropolis gossip only, so with it the
+for a model that learns as slowly as the MLP the default is the paper's Lazy-Metropolis
+weights (docs/tutorial/design.md).  Which model is which is decided by a measurement, the
+model's probe rounds, not by its name (:mod:`topokit.design.trust`): a model never measured
+gets the Lazy-Metropolis weights and their margin, the choices never slower for neural
+networks.  Eq. (15) models Lazy-Metropolis gossip only, so with it the
 weights stay the paper's too.
 
 *NDLF unless clearly faster* (``ndlf_margin``).  A predictor's errors are a
@@ -93,7 +98,7 @@ settings slower than NDLF by more than 2 % became 3, with Metropolis-Hastings 3 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -130,10 +135,13 @@ from .time_predictor import (
     load_predictor,
     predict_topology,
     predictor_at_workload,
+    predictor_within_fit,
     shipped_predictor_for,
     warn_outside,
+    workload_clamps,
     workload_outside,
 )
+from .trust import measured_probe_rounds, mixing_for_trait, warn_unplaced
 from .workload import Workload, check_workload
 
 __all__ = ["optimize", "optimize_with_references", "default_mixing", "check_ndlf_margin",
@@ -144,11 +152,9 @@ MIXING = ("lazy-metropolis", "metropolis", "fastest")
 
 #: The designs :func:`optimize` is never predicted slower than; they also bound its trust region.
 REFERENCE_DESIGNS = ("ndlf", "dlfdp", "erg", "autotag")
-#: The mixing weights of :func:`optimize`'s design with a fitted predictor (module notes).
+#: The mixing weights of :func:`optimize`'s design with a fitted predictor, for a model
+#: measured to learn fast (module notes; :mod:`topokit.design.trust`).
 DEFAULT_MIXING = "fastest"
-#: Other defaults by the model a fitted predictor was trained on (its provenance's
-#: ``trained_model``; module notes): the MLP's measured runs do not gain from other weights.
-DEFAULT_MIXING_BY_MODEL = {"mlp": "lazy-metropolis"}
 #: How many times faster than NDLF (with the same mixing weights) a design must be predicted
 #: to replace it, with a fitted predictor, per mixing (module notes: chosen by
 #: analyses/ndlf_margin.py on benchmark networks the default predictor never saw).
@@ -209,6 +215,7 @@ class _Objective:
     social: NDArray[np.bool_]
     settings: FeatureSettings  # the predictor's (eq. 15 uses H and phi only)
     bound: StrangerBound | None = None
+    allow_dp: bool = True  # False: no move adds a DP device (a workload the fit cannot vouch for)
 
     def dp_mask(self, state: _State) -> NDArray[np.bool_]:
         return (state.adjacency & ~self.social).any(axis=1) | state.extra_dp
@@ -348,7 +355,7 @@ def _apply(objective: _Objective, state: _State, move: NDArray[np.int64]) -> _St
     i, j = int(move[0]), int(move[1])
     adjacency, extra = state
     if j == _MAKE_DP:
-        if objective.dp_mask(state)[i]:
+        if objective.dp_mask(state)[i] or not objective.allow_dp:
             return None
         extra = extra.copy()
         extra[i] = True
@@ -356,6 +363,8 @@ def _apply(objective: _Objective, state: _State, move: NDArray[np.int64]) -> _St
     changed = adjacency.copy()
     if j >= 0:
         changed[i, j] = changed[j, i] = not adjacency[i, j]
+        if changed[i, j] and not (objective.allow_dp or objective.social[i, j]):
+            return None  # a stranger link would make its ends DP devices
         if changed[i, j]:  # adding a link never disconnects
             return _State(changed, extra)
     else:
@@ -441,26 +450,26 @@ def _resolve_predictor(predictor: Any) -> tuple[Any, dict[str, Any]]:
 def default_mixing(predictor: Any, workload: Workload | None = None) -> str:
     """The mixing weights :func:`optimize` gives its design when ``mixing`` is None.
 
-    Lazy-Metropolis for eq. (15), which was fitted on and only models that gossip;
-    for a fitted predictor, the default of the model it was trained on
-    (:data:`DEFAULT_MIXING_BY_MODEL`, from its provenance's ``trained_model``), or
-    for a predictor fitted on several models (``trained_models``) the default of
-    ``workload``'s model among them; else :data:`DEFAULT_MIXING` (module notes).
+    Lazy-Metropolis for eq. (15), which was fitted on and only models that gossip.
+    For a fitted predictor they follow the measured probe rounds of the model
+    (:func:`~topokit.design.trust.measured_probe_rounds`: the workload's, the
+    calibration runs', or topokit's measurement of its own models), never its
+    name: fastest-mixing weights (:data:`DEFAULT_MIXING`) for a model that learns
+    as fast as those they were measured never slower for, else, and for a model
+    never measured, the safe Lazy-Metropolis weights
+    (:func:`~topokit.design.trust.mixing_for_trait`; module notes).
     ``predictor`` is what :func:`optimize` takes: a name, a path, a predictor or
     None (the default).
 
     >>> [default_mixing(name) for name in ("default", "mlp", "paper")]
     ['fastest', 'lazy-metropolis', 'lazy-metropolis']
+    >>> default_mixing("workload", Workload(model="mine", probe_rounds=34))
+    'lazy-metropolis'
     """
     predictor = load_predictor("default" if predictor is None else predictor)
     if isinstance(predictor, GlobalIteratePredictor):
         return "lazy-metropolis"
-    provenance = getattr(predictor, "provenance_", None) or {}
-    trained = provenance.get("trained_model")
-    if trained is None and workload is not None \
-            and workload.model in (provenance.get("trained_models") or ()):
-        trained = workload.model
-    return DEFAULT_MIXING_BY_MODEL.get(trained, DEFAULT_MIXING)
+    return mixing_for_trait(measured_probe_rounds(predictor, workload).probe_rounds)
 
 
 def _check_options(net: Any, n_starts: Any, max_evaluations: Any, trust_region: Any,
@@ -478,7 +487,7 @@ def _check_options(net: Any, n_starts: Any, max_evaluations: Any, trust_region: 
 
 
 def _objective(net: Network, model: Any, class_counts: ArrayLike | None,
-               bound: StrangerBound | None = None) -> _Objective:
+               bound: StrangerBound | None = None, allow_dp: bool = True) -> _Objective:
     if class_counts is None:
         class_counts = getattr(net, "class_counts", None)
     counts = (None if class_counts is None
@@ -488,7 +497,8 @@ def _objective(net: Network, model: Any, class_counts: ArrayLike | None,
     return _Objective(net=net, predictor=model, class_counts=counts,
                       link_times=np.where(np.eye(net.n_devices, dtype=bool), np.inf,
                                           net.link_times),
-                      social=net.social_adjacency > 0, settings=settings, bound=bound)
+                      social=net.social_adjacency > 0, settings=settings, bound=bound,
+                      allow_dp=allow_dp)
 
 
 def _ranked_starts(objective: _Objective, starts: dict[str, Topology]) -> list[tuple[str, Any]]:
@@ -608,13 +618,14 @@ def optimize(
         notes).  Other weights are kept when predicted no slower, inside the
         trust region and still within ``max_stranger_mu``;
         ``stats["mixing"]`` says whether they were.  Default: ``"fastest"``
-        with a fitted predictor (module notes: in the design benchmark the
-        only setting that met both of the design issue's goals for logistic
-        regression), ``"lazy-metropolis"`` with the MLP's predictor
-        (``predictor="mlp"``: fastest-mixing weights made the MLP measurably
-        slower than NDLF in 7-11 of 69 settings) and with eq. (15), which was
-        fitted on and only models Lazy-Metropolis gossip
-        (:func:`default_mixing`).
+        with a fitted predictor for a model measured to learn fast (module
+        notes: in the design benchmark the only setting that met both of the
+        design issue's goals for logistic regression), ``"lazy-metropolis"``
+        for a model that learns more slowly, such as the MLP (fastest-mixing
+        weights made it measurably slower than NDLF in 7-11 of 69 settings),
+        for a model never measured, and with eq. (15), which was fitted on and
+        only models Lazy-Metropolis gossip (:func:`default_mixing`,
+        :mod:`topokit.design.trust`).
     per_device_noise : bool, default True
         Under ``max_stranger_mu``: after the design and its common z* are
         chosen, lower single DP devices' noise below z* (never below the
@@ -635,22 +646,34 @@ def optimize(
     workload : Workload, optional
         What the user trains (:class:`~topokit.design.workload.Workload`: model,
         epsilon and delta per round, clipping norm, batch size, local steps,
-        target, horizon, the model's ceiling).  With ``predictor`` None it is
-        judged by the shipped predictor that covers it
-        (:func:`~topokit.design.time_predictor.shipped_predictor_for`:
-        ``"workload"``, fitted across epsilon 0.25-8 and targets near and far
-        from the ceiling, for logistic regression).  Where the workload lies
-        inside what the predictor was fitted on
-        (:func:`~topokit.design.time_predictor.workload_outside` finds nothing),
-        the search runs at the workload's noise and target
-        (:func:`~topokit.design.time_predictor.predictor_at_workload`).  Where it
-        lies outside, the predictor would extrapolate (a search at a noise level
-        it never saw leaves the region it knows); optimize then keeps to the
-        designs it can vouch for, those it makes at the settings it was fitted
-        on, and says so in a :class:`~topokit.errors.TopokitWarning`.  Either
-        way ``stats["workload"]`` records the workload, the reasons, and the
-        design's predicted rounds at the workload's settings.  None (default):
-        the predictor's own settings, as before workloads.
+        target, horizon, the model's ceiling and probe rounds).  With
+        ``predictor`` None it is judged by the shipped ``"workload"`` predictor
+        (:func:`~topokit.design.time_predictor.shipped_predictor_for`: fitted
+        across epsilon 0.25-8, targets near and far from the ceiling, and
+        models told apart by their measured probe rounds).  The search runs at
+        the workload's noise, target and trait
+        (:func:`~topokit.design.time_predictor.predictor_at_workload`); a
+        feature outside the ranges fitted, or unknown, is clamped to the
+        nearest value the predictor knows and the rest of the workload is kept
+        (:func:`~topokit.design.time_predictor.predictor_within_fit`: graded
+        trust), and a :class:`~topokit.errors.TopokitWarning` says so.  The
+        horizon (``rounds``) is a setting: a shorter one only moves the
+        cut-off past which a topology never reaches the target.  Where a
+        feature lies beyond the worse end of what was fitted (more noise, a
+        target closer to the ceiling, a model slower to learn than any run) or
+        is unknown, the search adds no DP device (no run vouches for one
+        there): the design is then NDLF or a pruned social graph, and may be
+        predicted slower than a reference design with DP devices.  The mixing weights and
+        the NDLF margin follow the model's measured probe rounds, never its
+        name (:func:`default_mixing`, :mod:`topokit.design.trust`); a model
+        never measured gets the safe choices and a warning that says how to
+        measure it.  ``stats["workload"]`` records the workload, the reasons,
+        what was clamped (``clamped``: feature -> given and used value),
+        ``decided_by`` (the probe rounds, their source, the weights and the
+        margin) and the design's predicted rounds at the workload's settings.
+        A predictor fitted at one workload (``"default"``, ``"mlp"``, named)
+        designs at its own settings where the workload lies outside them.
+        None (default): the predictor's own settings, as before workloads.
 
     Returns
     -------
@@ -795,16 +818,14 @@ def _optimize(net: Network, options: OptimizeOptions):
     _check_options(net, options.n_starts, options.max_evaluations, options.trust_region,
                    options.progress)
     workers = worker_count(options.n_jobs)
-    model, description, outside = _predictor_at(options.predictor, options.workload)
-    mixing = options.mixing if options.mixing is not None \
-        else default_mixing(model, options.workload)
-    ndlf_margin = options.ndlf_margin
-    if ndlf_margin is None:
-        ndlf_margin = 1.0 if isinstance(model, GlobalIteratePredictor) \
-            else DEFAULT_NDLF_MARGINS[mixing]
+    told = _predictor_at(options.predictor, options.workload)
+    model, description = told.model, told.description
+    decided = _decided_by(model, options)
+    mixing, ndlf_margin = decided["mixing"], decided["ndlf_margin"]
     objective = _objective(net, model, options.class_counts,
                            _stranger_bound(model, options.max_stranger_mu, options.audit_rounds,
-                                           options.audit_model))
+                                           options.audit_model, told.noise_multiplier),
+                           allow_dp=told.dp_trusted or options.max_stranger_mu is not None)
     started = time.perf_counter()
     base_seed = int_seed(options.seed)
     starts, reference = _starts(net, base_seed, net.n_devices <= MAX_AUTOTAG_DEVICES, workers,
@@ -818,7 +839,8 @@ def _optimize(net: Network, options: OptimizeOptions):
     scores = dict(ranked)
     bound = (_bound(_reference_scores(objective, scores, starts)) if options.trust_region
              else np.full(len(ranked[0][1].features), np.inf))
-    chosen = ranked[:options.n_starts]
+    chosen = [entry for entry in ranked
+              if objective.allow_dp or not starts[entry[0]].dp_devices][:options.n_starts]
     budget = _budget(options.max_evaluations, net.n_devices)
     results = _run_searches(objective, bound, chosen, starts, base_seed, budget, workers,
                             options.progress)
@@ -837,8 +859,11 @@ def _optimize(net: Network, options: OptimizeOptions):
         elif social is not None:
             social = _mixing_weights(objective, bound, social, mixing, base_seed)
             weightings += 1
-    result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(scores, searched, social,
-                                                               ndlf_margin)
+    result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
+        scores, searched, social, ndlf_margin,
+        dp_trusted=objective.allow_dp,
+        references=[name for name in REFERENCE_DESIGNS
+                    if name in starts and (objective.allow_dp or not starts[name].dp_devices)])
     topology, score = result.topology, result.score
     if result.mixing is not None:
         stats["mixing"] = result.mixing
@@ -848,48 +873,107 @@ def _optimize(net: Network, options: OptimizeOptions):
         score = _refined_noise(objective, bound, topology, score, stats["stranger_bound"],
                                options.per_device_noise)
     if options.workload is not None:
-        stats["workload"] = _workload_record(net, model, topology, options.workload,
-                                             options.class_counts, outside)
+        stats["workload"] = {**_workload_record(net, model, topology, options.workload,
+                                                options.class_counts, told),
+                             "decided_by": decided}
     design = _design(objective, description, topology, score, reference, stats)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
 
 
-def _predictor_at(predictor: Any, workload: Workload | None
-                  ) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
-    """The predictor the search runs with, its record, and where ``workload`` lies outside it.
+def _decided_by(model: Any, options: OptimizeOptions) -> dict[str, Any]:
+    """The mixing weights and NDLF margin of the search (the options', else the defaults
+    the model's measured probe rounds give), with that measurement and its source."""
+    mixing = options.mixing if options.mixing is not None \
+        else default_mixing(model, options.workload)
+    margin = options.ndlf_margin
+    if margin is None:
+        margin = 1.0 if isinstance(model, GlobalIteratePredictor) \
+            else DEFAULT_NDLF_MARGINS[mixing]
+    trait = measured_probe_rounds(model, options.workload)
+    return {"probe_rounds": trait.probe_rounds, "source": trait.source, "mixing": mixing,
+            "ndlf_margin": margin}
+
+
+class _Told(NamedTuple):
+    """The predictor the search runs with and how it took the workload."""
+
+    model: Any
+    description: dict[str, Any]
+    outside: tuple[str, ...] = ()  # workload_outside's reasons
+    clamps: dict[str, Any] = {}  # workload_clamps': the features predicted at other values
+    at_fitted_settings: bool = False  # a one-workload predictor outside: its own settings
+    noise_multiplier: float | None = None  # the DP devices' z the workload trains with
+
+    @property
+    def dp_trusted(self) -> bool:
+        """Whether the fit vouches for DP devices at this workload: no workload feature is
+        unknown or beyond the worse end of its fitted range (more noise, a target closer to
+        the ceiling, a model that learns more slowly than any run fitted).  Beyond the
+        better end the clamp only makes the predictor more cautious."""
+        return all(values["given"] is not None and values["given"] <= values["used"]
+                   for values in self.clamps.values())
+
+
+def _predictor_at(predictor: Any, workload: Workload | None) -> _Told:
+    """The predictor the search runs with, its record, and how it took ``workload``.
 
     Without a predictor named, a workload is judged by the shipped predictor that
-    covers it (:func:`~topokit.design.time_predictor.shipped_predictor_for`).  Inside
-    what the predictor was fitted on, the search runs at the workload's settings
-    (:func:`~topokit.design.time_predictor.predictor_at_workload`); outside, at the
-    predictor's own, whose designs it can vouch for, and a warning says so.
+    covers it (:func:`~topokit.design.time_predictor.shipped_predictor_for`).  A
+    predictor fitted across workloads runs at the workload's settings, with the
+    features outside its fitted ranges (or unknown) clamped into them
+    (:func:`~topokit.design.time_predictor.predictor_within_fit`: graded trust).
+    A predictor fitted at one workload runs at the workload's settings where the
+    workload is that one, else at its own, whose designs it can vouch for; a
+    warning names whatever lies outside.
     """
     if predictor is None and workload is not None:
         predictor = shipped_predictor_for(workload)
     model, description = _resolve_predictor(predictor)
-    if workload is None:
-        return model, description, ()
+    if workload is None or isinstance(model, GlobalIteratePredictor):
+        return _Told(model, description, workload_outside(model, workload) if workload
+                     else ())
     outside = workload_outside(model, workload)
-    warn_outside(outside, "optimize designed at the settings the predictor was fitted on, "
-                          "whose designs it can vouch for")
-    if not outside:
-        model = predictor_at_workload(model, workload)
+    clamps = workload_clamps(model, workload)
+    ranged = bool(clamps) or "fitted_ranges" in (getattr(model, "provenance_", None) or {})
+    placed = measured_probe_rounds(model, workload).probe_rounds is not None
+    if not placed:  # one line that says what to measure (the reasons would say it thrice)
+        warn_unplaced(workload)
+    if ranged:
+        if placed:
+            warn_outside(outside, "optimize kept the rest of the workload and predicted at "
+                                  "the nearest values it was fitted on "
+                                  "(stats['workload']['clamped'])")
+        model, clamps = predictor_within_fit(model, workload)
+    else:
+        warn_outside(outside, "optimize designed at the settings the predictor was fitted "
+                              "on, whose designs it can vouch for")
+        if not outside:
+            model = predictor_at_workload(model, workload)
+    if ranged or not outside:
         description = {**description, "record": model.to_dict()}
-    return model, description, outside
+    return _Told(model, description, outside, clamps, not ranged and bool(outside),
+                 workload.resolved_noise_multiplier)
 
 
 def _workload_record(net: Network, model: Any, topology: Topology, workload: Workload,
-                     class_counts: ArrayLike | None, reasons: tuple[str, ...]) -> dict[str, Any]:
-    """What ``stats["workload"]`` records: the workload, where it lies outside the fit, and the
-    design's predicted rounds at the workload's settings (an extrapolation when outside)."""
+                     class_counts: ArrayLike | None, told: _Told) -> dict[str, Any]:
+    """What ``stats["workload"]`` records: the workload, where it lies outside the fit, what
+    was clamped, and the design's predicted rounds at the workload's settings."""
     at_workload = predict_topology(net, topology, class_counts=class_counts,
-                                   predictor=predictor_at_workload(model, workload))
-    return {"workload": workload.to_dict(), "outside": list(reasons),
-            "designed_at": "the predictor's fitted settings" if reasons else "the workload",
+                                   predictor=model if not told.at_fitted_settings
+                                   else predictor_at_workload(model, workload))
+    clamped = {name: dict(values) for name, values in told.clamps.items()}
+    if told.at_fitted_settings:
+        designed_at = "the predictor's fitted settings"
+    else:
+        designed_at = "the workload" + (", clamped to what the predictor was fitted on"
+                                        if clamped else "")
+    return {"workload": workload.to_dict(), "outside": list(told.outside),
+            "clamped": clamped, "designed_at": designed_at,
             "predicted_rounds_at_workload": float(at_workload) if np.isfinite(at_workload)
-            else None, "extrapolated": bool(reasons)}
+            else None, "extrapolated": bool(told.outside)}
 
 
 def check_ndlf_margin(margin: Any, name: str = "ndlf_margin") -> float:
@@ -910,22 +994,29 @@ class _Weighted(NamedTuple):
 
 
 def _ndlf_unless_clearly_faster(scores: dict[str, _Score], searched: _Weighted,
-                                ndlf: _Weighted | None, margin: float
+                                ndlf: _Weighted | None, margin: float, dp_trusted: bool = True,
+                                references: Sequence[str] = REFERENCE_DESIGNS
                                 ) -> tuple[_Weighted, dict[str, Any]]:
     """NDLF (with the design's mixing weights) instead of the searched design when it is
-    predicted no slower than any reference design and the design is predicted less than
-    ``margin`` times faster than it (module notes)."""
+    predicted no slower than any of ``references`` and the design is predicted less than
+    ``margin`` times faster than it (module notes).  Without ``dp_trusted`` (a workload the
+    fit cannot vouch for DP devices at) a design with DP devices never replaces NDLF: no
+    margin is justified where no run measured that workload."""
     record: dict[str, Any] = {"margin": margin, "kept_ndlf": False, "predicted_gain": None,
                               "ndlf_weights": None}
+    untrusted = not dp_trusted and bool(searched.topology.dp_devices)
+    if not dp_trusted:
+        record["dp_trusted"] = False
     if ndlf is None:
         return searched, record
     record["ndlf_weights"] = ("lazy-metropolis" if ndlf.mixing is None
                               else ndlf.mixing["weights"])
-    fastest_reference = min(scores[name].time for name in REFERENCE_DESIGNS if name in scores)
+    fastest_reference = min((scores[name].time for name in references if name in scores),
+                            default=np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
         gain = float(np.divide(ndlf.score.time, searched.score.time))
     record["predicted_gain"] = gain if np.isfinite(gain) else None
-    if ndlf.score.time <= fastest_reference and gain < margin:
+    if untrusted or (ndlf.score.time <= fastest_reference and gain < margin):
         return ndlf, {**record, "kept_ndlf": True}
     return searched, record
 
@@ -943,8 +1034,11 @@ def _warn_never_reached(objective: _Objective) -> None:
 
 
 def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
-                    audit_model: Any) -> StrangerBound | None:
-    """The checked stranger bound of :func:`optimize` (None without ``max_stranger_mu``)."""
+                    audit_model: Any, noise_multiplier: float | None = None
+                    ) -> StrangerBound | None:
+    """The checked stranger bound of :func:`optimize` (None without ``max_stranger_mu``);
+    its base noise is ``noise_multiplier`` (the workload's, which a clamped predictor does
+    not hold), else the predictor's."""
     from .._checks import check_real
 
     audit_model = check_choice(audit_model, "audit_model", AUDIT_MODELS)
@@ -956,8 +1050,9 @@ def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
         raise InvalidInputError(
             "max_stranger_mu needs a predictor that counts DP noise, and eq. (15) does not: "
             "use predictor='default', 'mlp' or a TrainingTimePredictor file")
-    return StrangerBound(float(max_mu), rounds, float(model.feature_settings.noise_multiplier),
-                         audit_model)
+    base = model.feature_settings.noise_multiplier if noise_multiplier is None \
+        else noise_multiplier
+    return StrangerBound(float(max_mu), rounds, float(base), audit_model)
 
 
 def _reference_scores(objective: _Objective, scores: dict[str, _Score],

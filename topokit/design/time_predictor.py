@@ -64,6 +64,8 @@ from .workload import _REL_TOL, Workload, check_workload
 __all__ = [
     "shipped_predictor_for",
     "workload_outside",
+    "workload_clamps",
+    "predictor_within_fit",
     "workload_ceiling",
     "workload_probe_rounds",
     "predictor_at_workload",
@@ -303,6 +305,14 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         :meth:`predict_features` predicts, for a predictor with the feature
         ``probe_rounds`` (a trait telling models apart); set by
         :func:`predictor_at_workload`, as ``target_closeness`` is.
+    max_rounds : float > 0, optional
+        The workload's horizon, where it is shorter than ``horizon``: a
+        topology predicted to need more rounds than this is predicted never
+        to reach the target (``inf``).  The rounds themselves are predicted
+        as fitted; a horizon longer than the fitted one changes nothing (the
+        reach model still says which topologies stall within ``horizon``, the
+        only horizon the runs measured).  Set by :func:`predictor_at_workload`.
+        None (default): no cut-off but ``horizon``'s.
     varying_with : sequence of str, default ()
         Workload features (of ``features`` and :data:`WORKLOAD_FEATURES`)
         along which the coefficients of the topology features vary: each is
@@ -368,7 +378,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
                  settings: FeatureSettings | None = None, C: float = 10.0,
                  horizon: float = 200.0, noise_scale: float | None = None,
                  target_closeness: float | None = None, varying_with: Sequence[str] = (),
-                 probe_rounds: float | None = None):
+                 probe_rounds: float | None = None, max_rounds: float | None = None):
         self.features = features
         self.settings = settings
         self.C = C
@@ -377,6 +387,7 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         self.target_closeness = target_closeness
         self.varying_with = varying_with
         self.probe_rounds = probe_rounds
+        self.max_rounds = max_rounds
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -618,6 +629,8 @@ class TrainingTimePredictor(RegressorMixin, BaseEstimator):
         with np.errstate(over="ignore"):
             rounds = np.exp(self.rounds_intercept_ + columns @ self.rounds_coef_)
         reached = self._reach_of(finite, columns) >= _THRESHOLD
+        if self.max_rounds is not None:  # the workload's shorter horizon: a later cut-off
+            reached &= rounds <= self.max_rounds
         return np.where(finite & reached, rounds, np.inf)
 
     def reach_probability(self, X: ArrayLike) -> NDArray[np.float64]:
@@ -850,7 +863,7 @@ def _split_features(features: Sequence[str]) -> tuple[list[int], list[int]]:
 
 
 #: The hyper-parameters a file holds only when set (files without them read as before).
-_OPTIONAL_PARAMS = ("noise_scale", "target_closeness", "probe_rounds")
+_OPTIONAL_PARAMS = ("noise_scale", "target_closeness", "probe_rounds", "max_rounds")
 
 #: How to fix a predictor file whose fitted values are broken.
 _REFIT = "; refit it (topokit calibrate --refit) or use a file topokit wrote"
@@ -1077,11 +1090,30 @@ def workload_outside(predictor: str | os.PathLike | Predictor,
                      workload: Workload) -> tuple[str, ...]:
     """Where ``workload`` lies outside what ``predictor`` was fitted on, one line per setting.
 
-    A fitted predictor saw runs of one workload: its ``feature_settings``
-    (noise multiplier, clipping norm, batch size, local steps, data size) and
-    its ``provenance_`` (the model trained, the target accuracy, the rounds)
-    record it.  A setting the workload leaves unknown (``n_samples=None``) or
-    the predictor does not record is not compared.
+    A fitted predictor saw runs of one workload, or of a range of them: its
+    ``feature_settings`` (noise multiplier, clipping norm, batch size, local
+    steps, data size) and its ``provenance_`` (the models trained, the target
+    accuracy, the ranges fitted) record it.  A setting the workload leaves
+    unknown (``n_samples=None``) or the predictor does not record is not
+    compared.
+
+    What each field of a :class:`~topokit.design.workload.Workload` does to a
+    predictor fitted across workloads (``"workload"``):
+
+    - ``epsilon``, ``delta``, ``noise_multiplier``: one feature, the noise
+      multiplier; outside its fitted range it is a reason, and
+      :func:`workload_clamps` predicts at the range's nearest end.
+    - ``target`` with ``ceiling``: one feature, target / ceiling; likewise.
+    - ``model`` with ``probe_rounds``: one feature, the measured trait; the
+      name is bookkeeping once the trait is measured (or known for topokit's
+      own models), a reason while it is not.
+    - ``max_grad_norm``, ``batch_size``, ``local_steps``, ``n_samples``: the
+      corpus trained one value of each; they change the noise a device feels
+      and are reasons where they differ (predicted at the workload's values,
+      an extrapolation).
+    - ``rounds`` (the horizon) and ``n_classes``: bookkeeping, never a
+      reason; a horizon shorter than the fitted one moves the cut-off
+      (:func:`predictor_at_workload`).
 
     Parameters
     ----------
@@ -1117,11 +1149,11 @@ def workload_outside(predictor: str | os.PathLike | Predictor,
                                  else provenance.get("trained_models") or ()),
                 *_range_reasons(workload, predictor, ranges),
                 *_settings_reasons(workload, predictor.feature_settings),
-                *_goal_reasons(workload, {}, predictor.horizon))
+                *_goal_reasons(workload, {}))
     return (*_model_reasons(workload, _trained_model(provenance)),
             *_noise_reasons(workload, predictor.feature_settings.noise_multiplier),
             *_settings_reasons(workload, predictor.feature_settings),
-            *_goal_reasons(workload, provenance, predictor.horizon))
+            *_goal_reasons(workload, provenance))
 
 
 def _models_reasons(workload: Workload, trained: Sequence[str]) -> tuple[str, ...]:
@@ -1143,7 +1175,7 @@ def workload_ceiling(predictor: TrainingTimePredictor, workload: Workload) -> fl
     """The accuracy ``workload``'s model reaches without noise: the workload's ``ceiling``,
     else the one ``predictor`` measured for that model on topokit's default data, else None.
 
-    >>> workload_ceiling(load_predictor("default"), Workload(ceiling=0.6))
+    >>> workload_ceiling(load_predictor("default"), Workload(target=0.55, ceiling=0.6))
     0.6
     """
     return _of_model(predictor, workload, "ceiling", "ceilings")
@@ -1171,33 +1203,129 @@ def _of_model(predictor: TrainingTimePredictor, workload: Workload, field: str,
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _workload_values(predictor: TrainingTimePredictor,
+                     workload: Workload) -> dict[str, float | None]:
+    """The workload's values of the predictor's workload features (name -> value; None
+    where unknown): its noise multiplier, target closeness and its model's probe rounds."""
+    values: dict[str, float | None] = {"noise_multiplier": workload.resolved_noise_multiplier}
+    if "target_closeness" in predictor.features:
+        ceiling = workload_ceiling(predictor, workload)
+        values["target_closeness"] = None if ceiling is None else workload.target / ceiling
+    if "probe_rounds" in predictor.features:
+        values["probe_rounds"] = workload_probe_rounds(predictor, workload)
+    return values
+
+
+#: Why a workload feature is unknown, and how to measure it.
+_UNKNOWN = {
+    "target_closeness": "the accuracy model {model!r} reaches without noise is unknown: give "
+                        "the workload's ceiling (ceiling_probe measures it)",
+    "probe_rounds": "how fast model {model!r} learns without noise is unknown: give the "
+                    "workload's probe_rounds (ceiling_probe measures it)",
+}
+
+
+def _inside(value: float, low: float, high: float) -> bool:
+    return low * (1 - _REL_TOL) <= value <= high * (1 + _REL_TOL)
+
+
 def _range_reasons(workload: Workload, predictor: TrainingTimePredictor,
                    ranges: Mapping[str, Any]) -> tuple[str, ...]:
     """Where the workload's noise multiplier, target closeness (and probe rounds) leave the
-    ranges fitted."""
+    ranges fitted, or are unknown."""
     reasons = []
-    values = {"noise_multiplier": workload.resolved_noise_multiplier}
-    if "target_closeness" in predictor.features:
-        ceiling = workload_ceiling(predictor, workload)
-        if ceiling is None:
-            reasons.append(f"the accuracy model {workload.model!r} reaches without noise is "
-                           "unknown: give the workload's ceiling (ceiling_probe measures it)")
-        else:
-            values["target_closeness"] = workload.target / ceiling
-    if "probe_rounds" in predictor.features:
-        trait = workload_probe_rounds(predictor, workload)
-        if trait is None:
-            reasons.append(f"how fast model {workload.model!r} learns without noise is "
-                           "unknown: give the workload's probe_rounds (ceiling_probe "
-                           "measures it)")
-        else:
-            values["probe_rounds"] = trait
-    for name, value in values.items():
+    for name, value in _workload_values(predictor, workload).items():
         low, high = ranges.get(name, (-math.inf, math.inf))
-        if not low * (1 - _REL_TOL) <= value <= high * (1 + _REL_TOL):
+        if value is None:
+            reasons.append(_UNKNOWN[name].format(model=workload.model))
+        elif not _inside(value, low, high):
             reasons.append(f"{name.replace('_', ' ')} {value:.4g} lies outside the "
                            f"{low:.4g}-{high:.4g} the predictor was fitted on")
     return tuple(reasons)
+
+
+def workload_clamps(predictor: str | os.PathLike | Predictor,
+                    workload: Workload) -> dict[str, dict[str, float | None]]:
+    """The workload features a predictor fitted across workloads predicts at instead of the
+    workload's own: those outside the ranges fitted, moved to the nearest end, and those
+    unknown, assumed.
+
+    A predictor fitted across workloads (``provenance_["fitted_ranges"]``) knows
+    the noise multipliers, target closenesses and model traits (probe rounds) it
+    was fitted on.  Graded trust: a workload feature outside its fitted range is
+    clamped to the range's nearest end and the rest of the workload is kept, so a
+    user's epsilon and target still count where only one field is new.  An
+    unknown target closeness (no ceiling measured) is assumed to be the
+    predictor's own (``target_closeness``); unknown probe rounds are assumed to
+    be the slowest-learning model's fitted (the range's upper end), the
+    neural network's, matching the safe choices :func:`topokit.optimize` makes
+    for a model it cannot place (:mod:`topokit.design.trust`).
+
+    Parameters
+    ----------
+    predictor : "workload", path or predictor
+    workload : Workload
+
+    Returns
+    -------
+    dict
+        Feature name -> ``{"given": value or None (unknown), "used": value}``,
+        one entry per feature predicted at another value; empty for a workload
+        inside the fit and for predictors fitted at one workload (they have no
+        ranges: :func:`workload_outside` names where such a workload differs).
+
+    Examples
+    --------
+    >>> workload_clamps("workload", Workload(epsilon=1))
+    {}
+    >>> clamps = workload_clamps("workload", Workload(epsilon=64))  # less noise than fitted
+    >>> round(clamps["noise_multiplier"]["used"], 3)
+    0.6
+    """
+    predictor = load_predictor(predictor)
+    ranges = (getattr(predictor, "provenance_", None) or {}).get("fitted_ranges")
+    if not isinstance(predictor, TrainingTimePredictor) or not isinstance(ranges, Mapping):
+        return {}
+    own = {"target_closeness": predictor.target_closeness}
+    clamps = {}
+    for name, value in _workload_values(predictor, workload).items():
+        low, high = (float(end) for end in ranges.get(name, (-math.inf, math.inf)))
+        if value is None:
+            used = own.get(name)
+            used = high if used is None else float(used)
+        elif _inside(value, low, high):
+            continue
+        else:
+            used = min(max(value, low), high)
+        clamps[name] = {"given": value, "used": used}
+    return clamps
+
+
+def predictor_within_fit(predictor: Any, workload: Workload
+                         ) -> tuple[Any, dict[str, dict[str, float | None]]]:
+    """:func:`predictor_at_workload` with the features outside the fit clamped into it.
+
+    Returns the predictor at the workload's settings, except that every
+    feature :func:`workload_clamps` names is predicted at its ``"used"``
+    value, and those clamps.
+
+    >>> model, clamps = predictor_within_fit(load_predictor("workload"),
+    ...                                      Workload(epsilon=0.5, rounds=500))
+    >>> clamps, round(model.feature_settings.noise_multiplier, 3)
+    ({}, 7.032)
+    """
+    from dataclasses import replace
+
+    at_workload = predictor_at_workload(predictor, workload)
+    clamps = workload_clamps(predictor, workload)
+    if "noise_multiplier" in clamps:
+        at_workload.set_params(settings=replace(at_workload.feature_settings,
+                                                noise_multiplier=clamps["noise_multiplier"]
+                                                ["used"]))
+    for name in ("target_closeness", "probe_rounds"):
+        if name in clamps:
+            at_workload.set_params(**{name: clamps[name]["used"]})
+    return at_workload, clamps
 
 
 def _trained_model(provenance: Mapping[str, Any]) -> str | None:
@@ -1242,44 +1370,35 @@ def _text(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
 
 
-def _goal_reasons(workload: Workload, provenance: Mapping[str, Any],
-                  horizon: float) -> tuple[str, ...]:
+def _goal_reasons(workload: Workload, provenance: Mapping[str, Any]) -> tuple[str, ...]:
     reasons = []
     target = provenance.get("target")
     if isinstance(target, (int, float)) and not math.isclose(workload.target, target,
                                                              rel_tol=_REL_TOL):
         reasons.append(f"target {workload.target:g} differs from the {target:g} the predictor "
                        "predicts rounds to")
-    if not math.isclose(workload.rounds, horizon, rel_tol=_REL_TOL):
-        reasons.append(f"rounds {workload.rounds} differs from the horizon T = {horizon:g} the "
-                       "predictor was fitted over")
+    # The horizon is a setting, not a fence: rounds are predicted as fitted, a shorter horizon
+    # only moves the cut-off (predictor_at_workload's max_rounds) and a longer one can only
+    # turn "never within T" into "later", which the reach model cannot tell; nothing to report.
     return tuple(reasons)
 
 
 def shipped_predictor_for(workload: Workload | None) -> str:
     """The shipped predictor that judges ``workload`` when the user names none.
 
-    ``"workload"`` (fitted across DP budgets, targets, data sets and models)
-    for the models it was fitted on (logistic regression and the MLP) and for
-    any model whose ceiling and probe rounds the workload gives (the predictor
-    tells models apart by them), else the one shipped for the workload's model
-    (:data:`SHIPPED_FOR_MODEL`), else ``"default"``; ``"default"`` without a
-    workload.
+    ``"workload"``, fitted across DP budgets, targets, data sets and models (it
+    tells models apart by their measured ceiling and probe rounds), for every
+    workload: where a field lies outside what it was fitted on or is unknown,
+    it predicts at the nearest value it knows (:func:`workload_clamps`) and
+    keeps the rest of the workload, which a predictor fitted at one workload
+    cannot.  ``"default"`` without a workload.
 
     >>> shipped_predictor_for(None), shipped_predictor_for(Workload(model="mlp"))
     ('default', 'workload')
-    >>> shipped_predictor_for(Workload(model="cnn", ceiling=0.9, probe_rounds=12))
-    'workload'
     >>> shipped_predictor_for(Workload(model="cnn"))
-    'default'
+    'workload'
     """
-    if workload is None:
-        return "default"
-    model = load_predictor("workload")
-    fitted = (model.provenance_ or {}).get("trained_models") or ()
-    if workload.model in fitted or _judged_by_trait(model, workload):
-        return "workload"
-    return SHIPPED_FOR_MODEL.get(workload.model, "default")
+    return "default" if workload is None else "workload"
 
 
 def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
@@ -1291,8 +1410,10 @@ def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
     over its ceiling (:func:`workload_ceiling`), and for one with ``probe_rounds``
     the model's (:func:`workload_probe_rounds`); its fitted coefficients stay, so
     where :func:`workload_outside` names a reason the prediction is an
-    extrapolation.  Eq. (15) sees none of these settings and is
-    returned as it is.
+    extrapolation (:func:`predictor_within_fit` clamps instead).  A horizon
+    (``rounds``) shorter than the one fitted over becomes the predictor's
+    ``max_rounds`` cut-off; a longer one changes nothing.  Eq. (15) sees
+    none of these settings and is returned as it is.
 
     Examples
     --------
@@ -1320,6 +1441,9 @@ def predictor_at_workload(predictor: Any, workload: Workload) -> Any:
     trait = workload_probe_rounds(predictor, workload)
     if "probe_rounds" in predictor.features and trait is not None:
         at_workload.set_params(probe_rounds=trait)
+    # A shorter horizon cuts the rounds predicted; a longer one keeps the fitted reach model.
+    at_workload.set_params(max_rounds=float(workload.rounds)
+                           if workload.rounds < predictor.horizon else None)
     return at_workload
 
 

@@ -83,6 +83,9 @@ class Workload:
         The test accuracy whose rounds count (:data:`DEFAULT_TARGET`).
     rounds : int >= 1, default 200
         The horizon T: the most rounds a run trains (``train``'s ``rounds``).
+        A setting, not a limit of the predictors: rounds to the target are
+        predicted as fitted, and a shorter horizon only moves the cut-off
+        beyond which a topology counts as never reaching the target.
     n_samples : int >= 1, optional
         Training rows in all, where known.
     n_classes : int >= 2, optional
@@ -96,7 +99,8 @@ class Workload:
         The accuracy the model reaches on the data without DP noise and with
         exact averaging (:func:`topokit.training.ceiling.ceiling_probe`
         measures it in one cheap run).  The predictor that knows the workload
-        judges how hard the target is by ``target / ceiling``.  None
+        judges how hard the target is by ``target / ceiling``; a target above
+        it is refused (no topology reaches it).  None
         (default): the ceiling the predictor measured for the model on
         topokit's default data (digits), where it has one.
     probe_rounds : float > 0, optional
@@ -155,6 +159,11 @@ class Workload:
             value = getattr(self, name)
             if value is not None or name not in _OPTIONAL:
                 set_(self, name, check_int(value, name, low=low))
+        if self.ceiling is not None and self.target > self.ceiling:
+            raise InvalidInputError(
+                f"target {self.target:g} lies above the ceiling {self.ceiling:g} the model "
+                "reaches without noise, so no topology reaches it; lower the target below the "
+                "ceiling or measure the ceiling again (ceiling_probe)")
 
     @property
     def trained_by_topokit(self) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._checks import check_choice, check_output_path, check_real
+from .._checks import brief, check_choice, check_output_path, check_real
 from .._io import atomic_paths, dumps_json, jsonable
 from ..design.features import FeatureSettings
 from ..design.metrics import Metrics, evaluate
@@ -240,7 +240,13 @@ def export_design(design: Design | str | os.PathLike, path: str | os.PathLike,
             {target.resolve() for target in targets}:
         raise InvalidInputError(f"{path} would overwrite the design file {design}; write the "
                                 "export to another path")
-    contents = _BUILDERS[format](_source(design, net))
+    source = _source(design, net)
+    try:
+        contents = _BUILDERS[format](source)
+    except TopokitError as exc:  # what the design records: name the file it came from
+        if not isinstance(design, (str, os.PathLike)):
+            raise
+        raise type(exc)(f"{design}: {exc}") from None
     _write_together(targets, contents)
     return targets
 
@@ -499,14 +505,21 @@ def _workload_plan(source: _Source) -> tuple[FeatureSettings, _Noise, str]:
     (``optimize(..., workload=...)``), each DP device's level raised to at least the
     workload's noise multiplier (a recorded stranger-bound level stays the floor: less
     noise would break the bound); else the judging predictor's."""
-    record = source.stats.get("workload")
-    if not isinstance(record, Mapping) or not isinstance(record.get("workload"), Mapping):
+    if "workload" not in source.stats:
         return source.settings, source.noise, source.settings_source
+    record = source.stats["workload"]
+    if not isinstance(record, Mapping) or not isinstance(record.get("workload"), Mapping):
+        raise InputFileError("the design's recorded workload (stats.workload) must be "
+                             "{'workload': its fields, ...} as topokit design writes it; "
+                             f"got {brief(record)}")
     from ..design.workload import Workload
 
-    workload = Workload.from_dict(record["workload"])
-    settings = workload.feature_settings()
-    z = workload.resolved_noise_multiplier
+    try:
+        workload = Workload.from_dict(record["workload"])
+        settings = workload.feature_settings()
+        z = workload.resolved_noise_multiplier
+    except TopokitError as exc:
+        raise type(exc)(f"the design's recorded workload (stats.workload): {exc}") from None
     levels = {device: max(level, z) for device, level in source.noise.levels.items()}
     noise = _Noise(levels, max(source.noise.common, z), "the design's workload (at least "
                    f"{source.noise.source})", source.noise.per_device)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .._checks import check_choice, check_nonnegative, check_positive
+from .._checks import check_choice, check_nonnegative, check_positive, shown
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -168,7 +168,7 @@ def _seconds(node, value) -> float:
     expected = (f"compute_time of node {node!r} must be a number of seconds or a device class "
                 f"({', '.join(sorted(DEVICE_COMPUTE_SECONDS))})")
     if isinstance(value, (bool, np.bool_)) or value is None:
-        raise InvalidInputError(f"{expected}; got {value!r}")
+        raise InvalidInputError(f"{expected}; got {shown(value)}")
     try:
         seconds = float(value)
     except OverflowError:  # an integer beyond the float range

@@ -48,7 +48,14 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from .._checks import check_connected, check_fits_in_memory, check_int, check_positive, check_real
+from .._checks import (
+    check_connected,
+    check_fits_in_memory,
+    check_int,
+    check_positive,
+    check_real,
+    shown,
+)
 from .._random import SeedLike, spawn_generators
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from . import physical
@@ -230,8 +237,8 @@ def _load_original_files(folder: Path) -> pd.DataFrame:
     unknown = table["id_user"].isna()
     if unknown.any():
         raise InputFileError(
-            f"{folder}: device {table.loc[unknown, 'id_device'].iloc[0]!r} has a position but no "
-            "row in objects_description.csv"
+            f"{folder}: device {shown(table.loc[unknown, 'id_device'].iloc[0])} has a position "
+            "but no row in objects_description.csv"
         )
     table["public"] = (table["id_user"] == 0).astype(np.int64)
     return _check_devices(table[list(SIOT_COLUMNS)], str(folder))
@@ -259,7 +266,7 @@ def _check_devices(table: pd.DataFrame, source: str) -> pd.DataFrame:
             row = int(np.flatnonzero(values.isna().to_numpy())[0])
             raise InputFileError(
                 f"{source}: column {column!r} must be numeric; row {row} holds "
-                f"{table[column].iloc[row]!r}"
+                f"{shown(table[column].iloc[row])}"
             )
         if column in ("x", "y"):
             if not np.all(np.isfinite(values.to_numpy(dtype=np.float64))):

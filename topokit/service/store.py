@@ -22,6 +22,16 @@ keeps its last report when it ends.
 Every store a version of topokit has written opens: a file opened by this code
 gains the columns added since it was created (:data:`ADDED_COLUMNS`) in one
 transaction, and its ``PRAGMA user_version`` becomes :data:`SCHEMA_VERSION`.
+
+Nothing but a store is ever written: an existing file is first read, read-only
+(:func:`check_store_path`), and opened only when it is topokit's store (its
+``PRAGMA application_id`` is :data:`APPLICATION_ID`, which every store this code
+creates or opens carries; or, for a store of an earlier version, which carries
+none, its ``jobs`` table has every column of the first version), or an empty
+file (0 bytes: SQLite's empty database, and what a second server starting on a
+new store at the same moment finds).  A folder, a missing folder, a place that
+takes no file, a file that is not an SQLite database and another application's
+database are refused in one line, before anything is written.
 """
 
 from __future__ import annotations
@@ -37,9 +47,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+from .._checks import check_output_path
+from ..errors import InputFileError, InvalidInputError
 
 __all__ = ["Job", "JobStore", "IdempotencyConflict", "STATUSES", "FINAL_STATUSES",
-           "SCHEMA_VERSION", "ADDED_COLUMNS", "LEASE_SECONDS"]
+           "SCHEMA_VERSION", "ADDED_COLUMNS", "LEASE_SECONDS", "APPLICATION_ID",
+           "check_store_path"]
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINAL_STATUSES = ("done", "failed", "cancelled")
@@ -72,6 +87,19 @@ ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
 #: ``PRAGMA user_version`` of a store with every column of :data:`ADDED_COLUMNS`
 #: (0: the first version, or one written before the store kept a version).
 SCHEMA_VERSION = len(ADDED_COLUMNS)
+
+#: ``PRAGMA application_id`` of a topokit job store (the bytes ``tpkj``), set when a
+#: store is created and on the first opening of a store an earlier version wrote: the
+#: mark by which an existing file is known to be a store before anything is written.
+APPLICATION_ID = 0x74706B6A
+
+#: The columns of the jobs table of the first version: a file without them (and without
+#: :data:`APPLICATION_ID`) is not a store, whatever its tables are called.
+_FIRST_COLUMNS = ("id", "kind", "status", "request", "request_digest", "idempotency_key",
+                  "result", "error", "owner", "attempts", "created", "updated")
+
+#: The first 16 bytes of every SQLite database file.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: A condition on the kind of a job, bound to (kind, kind): any kind when kind is None.
 _KIND_IS = "(? IS NULL OR kind = ?)"
@@ -177,6 +205,113 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
+def _not_a_store(name: str, path: Path, what: str) -> InputFileError:
+    return InputFileError(
+        f"{name}: {path} is not a topokit job store ({what}); give the store file topokit "
+        "serve created, or the name of a new file (it is created)")
+
+
+def _header(path: Path, name: str) -> bytes:
+    """The first 100 bytes of ``path`` (SQLite's database header), read without writing."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(100)
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot read {path} ({exc.strerror}); choose "
+                                "another path") from None
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to ``path`` that writes nothing beside it either.
+
+    Without a ``-wal`` file every page is in the file itself, which is then read as
+    immutable (a plain read-only connection to a WAL database would leave ``-wal`` and
+    ``-shm`` files beside another application's database).
+    """
+    uri = "file:" + quote(str(path.absolute())) + "?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=30)
+
+
+def _recognise(path: Path, name: str) -> None:
+    """Raise unless the existing file ``path`` is a topokit store (or an empty file).
+
+    Read from its header and, for a store of an earlier version (no application id),
+    its jobs table's columns, through a read-only connection.
+    """
+    header = _header(path, name)
+    if not header:
+        return  # SQLite's empty database: a new store (another server may be creating it)
+    if not header.startswith(_SQLITE_MAGIC):
+        raise _not_a_store(name, path, "it is not an SQLite database")
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return
+    if application_id != 0:
+        raise _not_a_store(name, path, f"it is another application's SQLite database, "
+                                       f"application id {application_id:#010x}")
+    try:
+        conn = _read_only(path)
+        try:  # the application id again: a change not yet copied from the -wal file
+            if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+                return
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise _not_a_store(name, path, f"it is an SQLite database topokit cannot read: {exc}") \
+            from None
+    if not columns:
+        raise _not_a_store(name, path, "it is an SQLite database without a jobs table")
+    missing = [column for column in _FIRST_COLUMNS if column not in columns]
+    if missing:
+        raise _not_a_store(name, path, f"it is another application's SQLite database: its "
+                                       f"jobs table has no column {missing[0]!r}")
+
+
+def check_store_path(path: str | os.PathLike, name: str = "path") -> Path:
+    """Return ``path`` as a Path; raise unless a job store can be kept there.
+
+    Checked before anything is written: ``path`` is an existing topokit store
+    (or an empty file) in a folder that takes new files (SQLite writes its
+    ``-wal`` and ``-shm`` files beside the store), or a new file in an existing
+    folder that does.  A folder, a missing folder, a path under a file, a place
+    that takes no file, a file that is not an SQLite database and another
+    application's database raise, naming ``name`` (the option) and the path.
+
+    Raises
+    ------
+    InputFileError
+        The file is not a topokit job store.
+    InvalidInputError
+        No store can be kept at ``path``.
+    """
+    if Path(path).is_dir():
+        raise InvalidInputError(f"{name}: {path} is a directory; give the job store's file, "
+                                f"e.g. {Path(path) / 'topokit-jobs.sqlite'}")
+    target = check_output_path(path, name)  # no file as a folder; a folder that takes files
+    if not target.parent.is_dir():
+        raise InvalidInputError(
+            f"{name}: the folder {target.parent} of {target} does not exist; create it first "
+            "(mkdir -p) or choose another path")
+    if target.exists():
+        _recognise(target, name)
+        if not os.access(target, os.R_OK | os.W_OK):
+            raise InvalidInputError(f"{name}: cannot write the job store {target} (no "
+                                    "permission, or a read-only file system); choose another "
+                                    "path")
+    return target
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    """Mark the file a store and create its jobs table (if absent), in one transaction: a
+    new store is never seen with a table and without the mark, and a store of an earlier
+    version gains the mark."""
+    conn.executescript(f"BEGIN IMMEDIATE; PRAGMA application_id = {APPLICATION_ID};"
+                       f"{_SCHEMA} COMMIT;")
+
+
 class JobStore:
     """The jobs table of the SQLite file ``path`` (created if absent).
 
@@ -190,20 +325,29 @@ class JobStore:
     lease_seconds : float, default LEASE_SECONDS
         A running job whose owner has not renewed its claim for this long is
         recovered whoever the owner is.
+
+    Raises
+    ------
+    InputFileError, InvalidInputError
+        ``path`` is not a topokit store, or no store can be kept there
+        (:func:`check_store_path`); nothing is written then.
     """
 
     def __init__(self, path: str | os.PathLike, *, max_attempts: int = 3,
                  lease_seconds: float = LEASE_SECONDS):
-        self.path = Path(path)
+        self.path = check_store_path(path)
         self.max_attempts = max_attempts
         self.lease_seconds = float(lease_seconds)
-        conn = self._connect()
         try:
-            _use_wal(conn)
-            conn.executescript(_SCHEMA)
-        finally:
-            conn.close()
-        self._migrate()
+            conn = self._connect()
+            try:
+                _create(conn)
+                _use_wal(conn)
+            finally:
+                conn.close()
+            self._migrate()
+        except sqlite3.OperationalError as exc:  # e.g. a full disk, a store locked for 30 s
+            raise InvalidInputError(f"cannot open the job store {self.path}: {exc}") from None
 
     def _migrate(self) -> None:
         """Add the columns of :data:`ADDED_COLUMNS` that the jobs table lacks.

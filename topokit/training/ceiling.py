@@ -29,6 +29,8 @@ __all__ = ["CeilingProbe", "ceiling_probe", "complete_averaging"]
 
 #: Checkpoints the ceiling is smoothed over: a single checkpoint's accuracy is noisy.
 _SMOOTHING = 5
+#: The fewest rounds a probe runs: fewer measure no approach to a ceiling.
+MIN_ROUNDS = 3
 #: The fraction of its own ceiling whose rounds say how fast a model learns
 #: (:attr:`CeilingProbe.probe_rounds`).
 PROBE_FRACTION = 0.9
@@ -100,8 +102,8 @@ def ceiling_probe(X: ArrayLike, y: ArrayLike, *, model: Any = "logreg", rounds: 
         The data and labels the workload trains on (``train`` holds out its
         test split as it does for any run).
     model : str or Model, default "logreg"
-    rounds : int, default 200
-        The workload's horizon.
+    rounds : int >= 3, default 200
+        The workload's horizon (:data:`MIN_ROUNDS` at least).
     n_devices : int >= 2, default 8
         Devices of the complete graph: each round averages ``n_devices``
         minibatches of ``batch_size`` rows.
@@ -122,9 +124,15 @@ def ceiling_probe(X: ArrayLike, y: ArrayLike, *, model: Any = "logreg", rounds: 
     >>> 0.9 < probe.ceiling <= 1.0, probe.rounds_to(0.5) is not None
     (True, True)
     """
+    from numbers import Integral
+
     from ..errors import InvalidInputError
     from .core import train
 
+    if not isinstance(rounds, Integral) or isinstance(rounds, bool) or rounds < MIN_ROUNDS:
+        raise InvalidInputError(
+            f"a ceiling probe needs at least {MIN_ROUNDS} rounds to measure a ceiling and how "
+            f"fast the model approaches it; got rounds={rounds!r} (give the workload's horizon)")
     fixed = sorted({"dp", "partition", "convergence"} & set(train_kwargs))
     if fixed:
         raise InvalidInputError(f"ceiling_probe sets {fixed[0]} itself (no DP, IID data, every "

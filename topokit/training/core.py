@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._blas import one_blas_thread
-from .._checks import check_int_at_least, check_nonnegative, check_real
+from .._checks import check_int_at_least, check_nonnegative, check_real, shown
 from .._random import SeedLike, spawn_generators
 from ..errors import InvalidInputError, NotAFormalGuaranteeWarning
 from ..network.core import Network, Topology
@@ -78,7 +78,7 @@ def check_accuracy_threshold(threshold: Any, name: str = "threshold") -> float:
     except InvalidInputError:
         raise InvalidInputError(
             f"{name} must be an accuracy in (0, 1] (a fraction, not a percentage); "
-            f"got {threshold!r}"
+            f"got {shown(threshold)}"
         ) from None
 
 

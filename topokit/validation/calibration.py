@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._checks import check_int, check_int_at_least, check_real
+from .._checks import check_int, check_int_at_least, check_real, shown
 from ..design.features import FeatureSettings, topology_features
 from ..design.predictor import GlobalIteratePredictor
 from ..design.workload import Workload
@@ -44,6 +44,7 @@ from ..errors import (
     InputFileNotFoundError,
     InvalidInputError,
     InvalidTopologyError,
+    TopokitError,
     TopokitWarning,
 )
 from ..network.core import Network, Topology
@@ -212,17 +213,30 @@ def _read_table(runs) -> tuple[pd.DataFrame, Path | None]:
             f"{path} is a directory; expected the Parquet runs table written by "
             "topokit validate -o, or a CSV / Parquet table of your own runs"
         )
+    if path.stat().st_size == 0:
+        raise InputFileError(f"{path} is empty (0 bytes); {_WHAT_A_TABLE_HOLDS}")
     if path.suffix.lower() == ".csv":
         try:
-            return pd.read_csv(path), path.parent
+            frame = pd.read_csv(path)
         except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError too
             raise InputFileError(f"{path}: not a readable CSV table: {exc}") from None
-    try:
-        return pd.read_parquet(path), path.parent
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise InputFileError(
-            f"{path}: not a Parquet runs table (written by topokit validate): {exc}"
-        ) from None
+    else:
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise InputFileError(
+                f"{path}: not a Parquet runs table (written by topokit validate): {exc}"
+            ) from None
+    if frame.empty:
+        raise InputFileError(f"{path}: the runs table is empty (a header, no rows); "
+                             f"{_WHAT_A_TABLE_HOLDS}")
+    return frame, path.parent
+
+
+#: What a runs table holds, for the messages refusing an empty one.
+_WHAT_A_TABLE_HOLDS = ("give the runs table of topokit validate -o, or one row per run and "
+                       "target of your own (columns network, topology, target, "
+                       "measured_rounds, horizon)")
 
 
 def _is_user_table(frame: pd.DataFrame) -> bool:
@@ -237,6 +251,8 @@ def _read_runs(runs, settings: FeatureSettings | None = None) -> pd.DataFrame:
     (default ``FeatureSettings()``).
     """
     frame, folder = _read_table(runs)
+    if frame.empty:  # a table in memory (a file's is refused naming the file)
+        raise InvalidInputError(f"the runs table is empty (no rows); {_WHAT_A_TABLE_HOLDS}")
     if not _is_user_table(frame):
         return frame
     return _user_runs(frame, folder, settings if settings is not None else FeatureSettings())
@@ -264,9 +280,16 @@ def _numbers(frame: pd.DataFrame, column: str, what: str) -> NDArray[np.float64]
     wrong = np.flatnonzero(np.isnan(values) & cells.notna().to_numpy())
     if wrong.size:
         raise InvalidInputError(
-            f"row {wrong[0] + 1}: {column} must be {what}; got {frame[column].iloc[wrong[0]]!r}"
+            f"row {wrong[0] + 1}: {column} must be {what}; got "
+            f"{shown(frame[column].iloc[wrong[0]])}"
         )
     return values
+
+
+def _whole(values: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Whether each value is a finite whole number (8.0, not 8.5)."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (values == np.floor(values))
 
 
 class _UserRounds(NamedTuple):
@@ -292,7 +315,12 @@ def _check_user_rounds(frame: pd.DataFrame) -> _UserRounds:
         (np.isnan(target), "target is empty; give the accuracy the rounds are timed to"),
         (np.isnan(horizon), "horizon is empty; give the number of rounds the run trained"),
         (horizon <= 0, "horizon must be a number of rounds > 0"),
+        (~_whole(horizon), "horizon must be a whole number of rounds, the rounds the run "
+                           "trained"),
         (measured <= 0, "measured_rounds must be > 0 (empty if the target was never reached)"),
+        (~np.isnan(measured) & ~_whole(measured),
+         "measured_rounds must be a whole number of rounds, the first round whose accuracy "
+         "reached the target (empty if it never did)"),
         (measured > horizon, "measured_rounds is beyond horizon, the rounds the run trained; "
                              "check the two columns"),
     )
@@ -301,8 +329,9 @@ def _check_user_rounds(frame: pd.DataFrame) -> _UserRounds:
         if rows.size:
             row = rows[0]
             raise InvalidInputError(
-                f"row {row + 1}: {message} (measured_rounds {frame['measured_rounds'].iloc[row]!r}"
-                f", horizon {frame['horizon'].iloc[row]!r})"
+                f"row {row + 1}: {message} (measured_rounds "
+                f"{shown(frame['measured_rounds'].iloc[row])}, horizon "
+                f"{shown(frame['horizon'].iloc[row])})"
             )
     return numbers
 
@@ -316,8 +345,9 @@ def _user_files(frame: pd.DataFrame, column: str, folder: Path,
         if isinstance(value, str) and value in loaded:
             continue
         if not isinstance(value, str) or not value.strip():
-            raise InvalidInputError(f"row {row}: {column} must be a file path; got {value!r}")
-        path = Path(value) if Path(value).is_absolute() else folder / value
+            raise InvalidInputError(f"row {row}: {column} must be a file path; got "
+                                    f"{shown(value)}")
+        path = _table_path(value, folder)
         try:
             loaded[value] = load(path)
         except InputFileNotFoundError:
@@ -326,6 +356,36 @@ def _user_files(frame: pd.DataFrame, column: str, folder: Path,
         except InputFileError as exc:
             raise InputFileError(f"row {row}: {column} file {value!r}: {exc}") from None
     return loaded
+
+
+def _table_path(value: str, folder: Path) -> Path:
+    """A file a user's table names: absolute, or relative to the table's ``folder``."""
+    return Path(value) if Path(value).is_absolute() else folder / value
+
+
+def runs_table_files(runs: str | Path) -> list[tuple[str, Path]]:
+    """The files the runs table ``runs`` names, each with where it is named: a user's
+    table's network and topology files (resolved as :func:`calibrate` reads them), none
+    for validate's table.
+
+    For checks made before any work (``topokit calibrate -o`` must be none of them).  A
+    table that cannot be read names none: :func:`calibrate` says what is wrong with it.
+    """
+    try:
+        frame, folder = _read_table(runs)
+    except TopokitError:
+        return []
+    if folder is None or not _is_user_table(frame):
+        return []
+    named: dict[Path, str] = {}
+    for column in ("network", "topology"):
+        if column not in frame.columns:
+            continue
+        for row, value in enumerate(frame[column], start=1):
+            if isinstance(value, str) and value.strip():
+                named.setdefault(_table_path(value, folder),
+                                 f"the {column} file of row {row} of the runs table")
+    return [(what, path) for path, what in named.items()]
 
 
 class _UserTopology(NamedTuple):
@@ -592,8 +652,13 @@ def calibrate(
         batch size, ...): a user's table's features are computed with them,
         and the refit predictor records them.  A
         :class:`~topokit.design.workload.Workload` stands for its settings
-        (:func:`feature_settings_for`).  Default: the predictor's
-        (``FeatureSettings()`` without one).
+        (:func:`feature_settings_for`) and names the runs' model: the refit
+        records the model and its measured traits (``provenance_["model_traits"]``:
+        the workload's ``probe_rounds`` and ``ceiling``, or topokit's measurement
+        of its own models), and :func:`topokit.optimize` chooses its design's
+        mixing weights and NDLF margin by them (:mod:`topokit.design.trust`).
+        Untold, the refit claims no model and designs judged by it get the safe
+        choices.  Default: the predictor's (``FeatureSettings()`` without one).
     prior_strength : float >= 0, default 0
         lambda, the weight of a prior that keeps the refit's coefficients
         near those of ``predictor`` (see the Notes); 0 refits every
@@ -689,8 +754,8 @@ def calibrate(
     if model is not None:
         frame, model = _with_workload_columns(frame, model, workload, settings)
     if model is not None:
-        runs_model = workload.model if isinstance(workload, Workload) else None
-        return _calibrate_time_predictor(frame, model, target, cv, seed, refit, runs_model)
+        told = workload if isinstance(workload, Workload) else None
+        return _calibrate_time_predictor(frame, model, target, cv, seed, refit, told)
     return _calibrate_global_iterate(frame, use_noise_variance, target, cv, positive, seed)
 
 
@@ -767,19 +832,47 @@ def _time_predictor(predictor: Any):
     return model
 
 
-def _keep_trained_model(refit: Any, base: Any, runs_model: str | None = None) -> None:
-    """Give ``refit`` the model its runs trained: ``runs_model`` (the workload's, where
-    calibrate was told one), else the one the predictor ``base`` was trained on (its
-    provenance's ``trained_model``, which cloning drops).
+def _warn_of_one_network(rows: pd.DataFrame, prior_strength: float) -> None:
+    """Warn when a plain refit (no prior) rests on the runs of a single network: nothing in
+    them says how its coefficients carry over to the networks ``optimize`` designs for."""
+    if prior_strength > 0 or "network" not in rows.columns:
+        return
+    networks = rows["network"].astype(str).unique()
+    if len(networks) == 1:
+        warnings.warn(
+            f"every run is of one network ({networks[0]!r}): a refit on one network may rank "
+            "another network's topologies wrongly, and designs judged by it rest on that; add "
+            "probe runs of a second network (topokit probe) or keep the refit near its base "
+            "(prior_strength=10, topokit calibrate --prior-strength 10)",
+            TopokitWarning, stacklevel=4)
 
-    :func:`topokit.design.default_mixing` reads it to choose ``optimize``'s weights: a
-    predictor calibrated on MLP runs designs with the MLP's, whatever it started from.
+
+def _record_runs_model(refit: Any, base: Any, workload: Workload | None) -> None:
+    """Record in ``refit``'s provenance the model its runs trained and what was measured of
+    it: ``trained_model`` and ``model_traits`` (the model, its probe rounds and ceiling, and
+    where the probe rounds come from), from the workload calibrate was told.
+
+    :func:`topokit.design.default_mixing` (:mod:`topokit.design.trust`) reads the traits to
+    choose ``optimize``'s weights and NDLF margin: a predictor calibrated on a model's runs
+    designs by that model's measurement, whatever predictor it started from.  Untold, the
+    runs' model is unknown and nothing of ``base``'s model is carried over (the runs may be
+    any model's): designs judged by the refit get the safe choices.
     """
-    trained = runs_model if runs_model is not None else \
-        (getattr(base, "provenance_", None) or {}).get("trained_model")
-    if trained is not None:
-        refit.provenance_ = {**(getattr(refit, "provenance_", None) or {}),
-                             "trained_model": trained}
+    from ..design.time_predictor import load_predictor, workload_ceiling
+    from ..design.trust import measured_probe_rounds
+
+    provenance = {key: value for key, value in (getattr(refit, "provenance_", None) or {}
+                                                ).items()
+                  if key not in ("trained_model", "model_traits")}
+    if workload is not None:
+        trait = measured_probe_rounds(base, workload)
+        ceiling = workload_ceiling(load_predictor("workload"), workload)
+        provenance["trained_model"] = workload.model
+        provenance["model_traits"] = {"model": workload.model,
+                                      "probe_rounds": trait.probe_rounds,
+                                      "probe_rounds_source": trait.source,
+                                      "ceiling": ceiling}
+    refit.provenance_ = provenance
 
 
 class _Refit(NamedTuple):
@@ -1024,7 +1117,7 @@ def _held_out(model, rows: pd.DataFrame, network: Any, by: tuple[str, ...]) -> p
 
 def _calibrate_time_predictor(frame: pd.DataFrame, model: Any, target: float | None,
                               cv: int, seed: int, refit: _Refit,
-                              runs_model: str | None = None) -> CalibrationResult:
+                              told: Workload | None = None) -> CalibrationResult:
     """:func:`calibrate` with ``predictor``: refit a TrainingTimePredictor on every run."""
     from sklearn.base import clone
 
@@ -1033,7 +1126,8 @@ def _calibrate_time_predictor(frame: pd.DataFrame, model: Any, target: float | N
     unfitted = clone(model) if refit.settings is None \
         else clone(model).set_params(settings=refit.settings)
     fitted = _fit_time_predictor(clone(unfitted), rows, refit)
-    _keep_trained_model(fitted, model, runs_model)
+    _record_runs_model(fitted, model, told)
+    _warn_of_one_network(rows, refit.prior_strength)  # after the fit: errors come alone
     groups = rows["topology"].astype(str).to_numpy()
     folds = min(cv, len(np.unique(groups)))
     out_of_fold = np.full(len(rows), np.nan)

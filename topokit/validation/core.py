@@ -738,6 +738,8 @@ def _check_train_values(train_kwargs: dict) -> None:
 
 
 def _jsonable(value: Any) -> Any:
+    from ..training.models import Model
+
     if isinstance(value, (str, int, float, bool, type(None))):
         return value
     if isinstance(value, (list, tuple)):
@@ -746,6 +748,16 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, np.ndarray):  # a repr elides large arrays: digest every byte
+        return {"shape": list(value.shape), "dtype": str(value.dtype),
+                "sha256": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}
+    if isinstance(value, Model):
+        # A user's model: its repr may name only its sizes (Model's does), so two models
+        # of one class that differ in width would share a job fingerprint and resume each
+        # other's runs; its class and every attribute decide instead.
+        kind = type(value)
+        return {"model": f"{kind.__module__}.{kind.__qualname__}",
+                "attributes": _jsonable(dict(sorted(vars(value).items())))}
     return repr(value)
 
 
@@ -816,6 +828,14 @@ class _Settings:
 DEFAULT_TARGETS = (0.85, 0.9)
 
 
+def _is_model_object(model: Any) -> bool:
+    """Whether ``model`` is a user's :class:`topokit.training.Model` instance (the workload
+    then names it, and ``train`` trains it)."""
+    from ..training.models import Model
+
+    return isinstance(model, Model)
+
+
 def _merge_workload(workload: Workload | None, targets: Sequence[float] | None,
                     train_kwargs: dict, trainer: Trainer | None) -> tuple[Sequence[float], dict]:
     """validate's targets and training options with ``workload``'s settings in them.
@@ -832,10 +852,11 @@ def _merge_workload(workload: Workload | None, targets: Sequence[float] | None,
                             "local_steps": workload.local_steps}
     if workload.trained_by_topokit:
         told["model"] = workload.model
-    elif trainer is None:
+    elif trainer is None and not _is_model_object(train_kwargs.get("model")):
         raise InvalidInputError(
             f"the workload's model {workload.model!r} is not one topokit trains "
-            f"({', '.join(TOPOKIT_MODELS)}); pass trainer=your_training_function")
+            f"({', '.join(TOPOKIT_MODELS)}); pass model=YourModel(...) (a "
+            "topokit.training.Model) or trainer=your_training_function")
     for name, value in told.items():
         if name in train_kwargs and train_kwargs[name] != value:
             raise InvalidInputError(
@@ -904,10 +925,136 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     trainer = _check_trainer(trainer)
     if output is not None:
         check_output_path(output, "output")
-    return _Settings(specs=specs, targets=targets, trials=trials, seed=seed, n_jobs=n_jobs,
-                     predictor=predictor, train_kwargs=train_kwargs,
-                     data=_training_data(X, y, dataset), audit_rounds=audit_rounds,
-                     trainer=trainer, workload=workload)
+    settings = _Settings(specs=specs, targets=targets, trials=trials, seed=seed, n_jobs=n_jobs,
+                         predictor=predictor, train_kwargs=train_kwargs,
+                         data=_training_data(X, y, dataset), audit_rounds=audit_rounds,
+                         trainer=trainer, workload=workload)
+    if trainer is None:  # a user's trainer's cost is its own
+        _check_training_cost(net, settings)
+    return settings
+
+
+#: The most CPU time validate's training runs may take, as estimated before the first
+#: starts (:func:`_check_training_cost`): one day.  A longer horizon is refused with the
+#: estimate and the most rounds that fit.
+MAX_TRAINING_CPU_SECONDS = 24 * 3600.0
+#: Rounds of the calibration run that measures the CPU time of a round; the first is not
+#: counted (it warms the caches and loads the compiled kernels).
+_CALIBRATION_ROUNDS = 6
+#: CPU seconds after which the calibration stops at the next round (a large network).
+_CALIBRATION_SECONDS = 1.0
+#: Bytes a training run holds per checkpoint while it trains, per run and per device: its
+#: accuracies (every device's, each checkpoint) and their bookkeeping.  Measured with
+#: tracemalloc on validate of NDLF, digits, 3,000 and 6,000 rounds: 417, 578 and 1,917
+#: bytes a round on 6, 16 and 100 devices (320 + 16 n).
+_RUN_BYTES_PER_CHECKPOINT = (320.0, 16.0)
+#: Bytes each run's accuracy curve keeps until validate returns, per checkpoint: 32, 34
+#: and 96 bytes a round on 6, 16 and 100 devices (the same runs, 1 and 3 trials), taken
+#: as 40 + n.
+_KEPT_BYTES_PER_CHECKPOINT = (40.0, 1.0)
+
+
+class _CalibrationDone(Exception):
+    """Raised from the calibration run's progress callback to end it early."""
+
+
+def _round_seconds(net: Network, settings: _Settings) -> float:
+    """CPU seconds a round of validate's training takes here: measured on a short run of
+    the training core with validate's options, over NDLF (the social links).
+
+    The first round is not counted when a later one is: it loads the compiled kernels.
+    """
+    from ..design.baselines import ndlf
+    from ..training.core import train as core_train  # the core itself, whatever wraps train
+
+    rounds = min(settings.train_kwargs.get("rounds", _TRAIN_DEFAULTS["rounds"]),
+                 _CALIBRATION_ROUNDS)
+    started = time.process_time()
+    stamps: list[float] = []
+
+    def tick(done: int, total: int) -> None:
+        stamps.append(time.process_time())
+        if len(stamps) >= 2 and stamps[-1] - started > _CALIBRATION_SECONDS:
+            raise _CalibrationDone
+
+    options = {**settings.train_kwargs, "rounds": rounds, "progress": tick}
+    with warnings.catch_warnings():  # the runs themselves warn once
+        warnings.simplefilter("ignore")
+        try:
+            core_train(net, ndlf(net), settings.data.X, settings.data.y, seed=settings.seed,
+                       **options)
+        except _CalibrationDone:
+            pass
+    if len(stamps) >= 2:
+        return (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+    return (stamps[0] if stamps else time.process_time()) - started
+
+
+def _cpu_time_text(seconds: float) -> str:
+    """``seconds`` of CPU in the largest unit that reads well: '3.2 hours', '185 days'."""
+    for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0),
+                       ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.3g} {unit}".replace("e+", "e")
+    return f"{seconds:.3g} seconds"
+
+
+def _check_training_cost(net: Network, settings: _Settings) -> None:
+    """Refuse, before any work, a horizon whose training runs would take more CPU time
+    than :data:`MAX_TRAINING_CPU_SECONDS`, or more memory than is available now.
+
+    Time: the runs (topologies x trials) x rounds x the CPU time of a round
+    measured here (:func:`_round_seconds`); every run trains every round
+    (validate stops no run early).  Memory: the accuracies of every device at
+    every checkpoint, held by each run while it trains (one per worker) and kept
+    for its curve (every run) (:data:`_RUN_BYTES_PER_CHECKPOINT`,
+    :data:`_KEPT_BYTES_PER_CHECKPOINT`).  The message names where the rounds
+    come from (``rounds=`` or the workload), the estimate and the most rounds
+    that fit both.
+    """
+    from .._checks import _bytes_text, available_memory
+    from .._jobs import worker_count
+
+    rounds = settings.train_kwargs.get("rounds", _TRAIN_DEFAULTS["rounds"])
+    every = settings.train_kwargs.get("checkpoint_every", _TRAIN_DEFAULTS["checkpoint_every"])
+    topologies = sum(spec.item if spec.kind == "random" else 1 for spec in settings.specs)
+    runs = topologies * settings.trials
+    n = float(net.n_devices)
+    per_checkpoint = (min(runs, worker_count(settings.n_jobs))
+                      * (_RUN_BYTES_PER_CHECKPOINT[0] + _RUN_BYTES_PER_CHECKPOINT[1] * n)
+                      + runs * (_KEPT_BYTES_PER_CHECKPOINT[0] + _KEPT_BYTES_PER_CHECKPOINT[1] * n))
+    checkpoints = rounds // every + 1  # and round 0
+    memory, available = (checkpoints + 1) * per_checkpoint, available_memory()
+    per_round = max(_round_seconds(net, settings), 1e-9)
+    seconds = runs * rounds * per_round
+    if memory <= available and seconds <= MAX_TRAINING_CPU_SECONDS:
+        return
+    fits = int(MAX_TRAINING_CPU_SECONDS // (runs * per_round))
+    if np.isfinite(available):  # inf where the system does not say
+        fits = min(fits, int((available / per_checkpoint - 2) * every))
+    if settings.workload is not None:
+        what, fix = f"the workload's rounds ({rounds:,})", f"set the workload's rounds to {fits}"
+    else:
+        what, fix = f"rounds={rounds}", f"use rounds={fits}"
+    fix = (f"{fix} or fewer, or fewer trials or topologies" if fits >= 1 else
+           "use fewer trials or topologies, or a smaller network (not one round of each run "
+           "fits)")
+    what += (f": {_count(runs, 'training run')} ({_count(topologies, 'topology', 'topologies')}"
+             f" x {_count(settings.trials, 'trial')}) of {rounds:,} rounds")
+    if memory > available:
+        raise InvalidInputError(
+            f"{what} would hold about {_bytes_text(memory)} of memory (every device's accuracy "
+            f"at each of {checkpoints:,} checkpoints of a run), more than the "
+            f"{_bytes_text(available)} available; {fix}")
+    raise InvalidInputError(
+        f"{what} would take about {_cpu_time_text(seconds)} of CPU ({per_round * 1e3:.3g} ms "
+        f"a round, measured here on {net.n_devices} devices), more than validate's limit of "
+        f"one day (MAX_TRAINING_CPU_SECONDS); {fix}")
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    """'1 trial', '5 trials'."""
+    return f"{number:,} {one if number == 1 else many or one + 's'}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -964,9 +1111,12 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
     partitions only by sampling).  It is judged by ``predictor`` when that is
     a :class:`~topokit.design.TrainingTimePredictor`, else by the one
     topokit ships for the model trained (``"mlp"`` for the MLP, else
-    ``"default"``; eq. 15 is for AutoTag).
+    ``"default"``; eq. 15 is for AutoTag).  A model nothing measured (a
+    user's trainer or ``Model`` object, without a workload that gives its
+    probe rounds) gets the safe mixing weights (:mod:`topokit.design.trust`).
     """
     from ..design import optimize
+    from ..design.trust import SAFE_MIXING
 
     if hasattr(settings.predictor, "predict_network"):
         judge = settings.predictor
@@ -976,7 +1126,20 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
         judge = _shipped_predictor(settings.train_kwargs.get("model", "logreg"))
     trial_net = _trial_network(net, settings, trial_seed(settings.seed, 0))
     return optimize(trial_net, predictor=judge, seed=keyed_seed(settings.seed, _OPTIMIZE, 0),
-                    workload=settings.workload).topology
+                    workload=settings.workload,
+                    mixing=SAFE_MIXING if _unmeasured_model(settings) else None).topology
+
+
+def _unmeasured_model(settings: _Settings) -> bool:
+    """Whether the runs train a model of the user's that no workload describes (a trainer,
+    or a ``Model`` object other than topokit's)."""
+    from ..training.models import MLP, LogisticRegression
+
+    if settings.workload is not None:
+        return False
+    model = settings.train_kwargs.get("model", "logreg")
+    return settings.trainer is not None or (_is_model_object(model)
+                                            and not isinstance(model, (MLP, LogisticRegression)))
 
 
 #: What validate and its CLI say of runs whose epsilon is nominal (sensitivity="paper").
@@ -1149,7 +1312,8 @@ def validate(
         ``"optimize"`` spec designs for it (:func:`topokit.optimize`'s
         ``workload``).  ``targets``, ``dp``, ``rounds``, ``batch_size``,
         ``local_steps`` and ``model`` given as well must agree with it, or one
-        line says which to drop.  A model topokit does not train needs a
+        line says which to drop.  A model topokit does not train by name needs
+        its :class:`~topokit.training.Model` object (``model=``) or a
         ``trainer``.  None (default): the options as given.
     **train_kwargs
         Passed to :func:`topokit.training.train` (``rounds=200``, ``lr=0.2``,
