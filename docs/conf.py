@@ -34,6 +34,7 @@ extensions = [
     "myst_parser",
     "cli_help",
     "plain_math",
+    "service_openapi",  # the service's API reference, from its OpenAPI document
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

@@ -265,11 +265,15 @@ def test_bad_graphml_counts_are_refused(counted, tmp_path):
 def test_cli_refuses_bad_counts_in_one_line(tmp_path, monkeypatch, command, mutate, keyword):
     monkeypatch.chdir(tmp_path)
     import topokit.design._autotag as autotag_module
+    import topokit.design._optimize as optimize_module
 
     def work(*args, **kwargs):
         raise AssertionError("the bad file was not refused before the design started")
 
+    # Both names: optimize binds autotag when first imported, and a patch of the one module
+    # alone would either miss optimize's or, imported under the patch, outlive the test.
     monkeypatch.setattr(autotag_module, "autotag", work)
+    monkeypatch.setattr(optimize_module, "autotag", work)
     result = runner.invoke(app, [command, _bad_file(tmp_path, mutate)], env=WIDE)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output

@@ -6,8 +6,9 @@ module                 holds
 =====================  ==========================================================
 :mod:`.app`            :func:`create_app`, the ASGI app and its ``/v1`` endpoints
 :mod:`.schema`         the request bodies, checked with the library's checks
+:mod:`.contract`       the bodies' JSON Schemas and responses of ``/openapi.json``
 :mod:`.store`          :class:`JobStore`, the jobs in one SQLite file
-:mod:`.worker`         :class:`WorkerPool`, the threads that run queued jobs
+:mod:`.worker`         :class:`WorkerPool`, the worker processes that run queued jobs
 =====================  ==========================================================
 
 Needs the ``serve`` extra (``pip install "topokit[serve]"``): FastAPI and uvicorn.

@@ -12,14 +12,19 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
+import sys
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+from .._checks import brief
 from ..errors import TopokitError
 
 __all__ = ["RequestError", "DesignRequest", "AuditRequest", "parse_json", "parse_design",
            "parse_audit", "parse_evaluation", "parse_topology", "request_digest", "JOB_PARSERS",
-           "METHODS", "OPTIONS", "AUDIT_OPTIONS", "PREDICTORS"]
+           "METHODS", "OPTIONS", "AUDIT_OPTIONS", "PREDICTORS", "MAX_BODY_DEPTH",
+           "MAX_INTEGER"]
 
 METHODS = ("optimize", "autotag")
 #: The options of a design request (``topokit design``'s options of the same names).
@@ -28,6 +33,30 @@ OPTIONS = ("predictor", "mixing", "max_stranger_mu", "seed", "workload")
 AUDIT_OPTIONS = ("rounds", "noise_multiplier", "model", "delta")
 #: The predictors a request may name (a server reads no predictor files).
 PREDICTORS = ("default", "mlp", "paper")
+#: The design options that method ``autotag`` does not take.
+OPTIMIZE_ONLY_OPTIONS = ("max_stranger_mu", "workload")
+#: The one predictor and the one mixing that method ``autotag`` takes (when given).
+AUTOTAG_PREDICTOR = "paper"
+AUTOTAG_MIXING = "lazy-metropolis"
+#: The intervals of the numeric options (:func:`topokit._checks.check_real`'s arguments).
+MAX_STRANGER_MU_RANGE = {"low": 0, "closed": "neither"}
+SEED_RANGE = {"low": 0}
+AUDIT_DELTA_RANGE = {"low": 0, "high": 1, "closed": "neither"}
+#: The intervals of a network's ``physical_model`` numbers (:func:`topokit.network.physical.
+#: pairwise_delays` checks them so; the service checks them even when a delay matrix is given).
+PHYSICAL_MODEL_RANGES = {"model_size_mb": {"low": 0, "closed": "neither"},
+                         "wifi_range_m": {"low": 0}, "max_range_m": {"low": 0}}
+#: The audit model of a request that names none (:func:`topokit.privacy_audit`'s default).
+DEFAULT_AUDIT_MODEL = "gossip"
+#: The deepest nesting of arrays and objects a body may have (a node-link network needs 5,
+#: a tuple node id in a stored topology a few more); checked before the JSON is parsed.
+MAX_BODY_DEPTH = 32
+#: The largest integer (in size) a body may hold: a float's largest as JSON writes it
+#: (1.7976931348623157e+308, read exactly), so that every number in a body lies in the
+#: range of a float, as the schemas bound every number, and no integer is long enough to
+#: make reading it slow.
+MAX_INTEGER = int(Decimal(repr(sys.float_info.max)))
+_MAX_INTEGER_DIGITS = len(str(MAX_INTEGER))
 
 
 class RequestError(Exception):
@@ -78,14 +107,61 @@ class AuditRequest:
 
 
 def parse_json(body: bytes) -> Any:
-    """The JSON of a request body; malformed JSON is a 422 naming the place."""
+    """The JSON of a request body; malformed JSON is a 422 naming the place.
+
+    Refused with a 422 too, before anything is built from them: a body nested
+    deeper than :data:`MAX_BODY_DEPTH` (checked before parsing, which
+    recurses), an integer larger in size than :data:`MAX_INTEGER` (a float's range), and
+    ``NaN``, ``Infinity`` and ``-Infinity``, which are not JSON.
+    """
+    depth = _nesting_depth(body)
+    if depth > MAX_BODY_DEPTH:
+        raise RequestError(f"the body nests arrays and objects {depth} levels deep; this server "
+                           f"reads at most {MAX_BODY_DEPTH}", field="body")
     try:
-        return json.loads(body)
+        return json.loads(body, parse_int=_integer, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise RequestError(f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                            field="body") from None
     except UnicodeDecodeError:
         raise RequestError("the body is not UTF-8 text", field="body") from None
+    except RecursionError:  # a nesting the depth check missed: never a 500
+        raise RequestError(f"the body nests arrays and objects more than {MAX_BODY_DEPTH} "
+                           "levels deep", field="body") from None
+
+
+#: A JSON string (its escapes included), removed before the brackets are counted.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: Every byte but the four brackets (deleted by bytes.translate).
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def _nesting_depth(body: bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON ``body``, counted without parsing it
+    (strings, and the brackets in them, left out): numpy's speed on a body of megabytes."""
+    import numpy as np
+
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
+def _integer(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INTEGER_DIGITS or (digits == _MAX_INTEGER_DIGITS
+                                        and abs(int(text)) > MAX_INTEGER):
+        raise RequestError(f"the body has an integer of {digits} digits, beyond the range of "
+                           f"a float ({sys.float_info.max:.2g}): this server reads none larger",
+                           field="body")
+    return int(text)
+
+
+def _not_json(name: str) -> Any:
+    raise RequestError(f"the body has {name}, which is not JSON: numbers are finite",
+                       field="body")
 
 
 def request_digest(data: Any) -> str:
@@ -121,10 +197,122 @@ def parse_network(data: Any, *, max_devices: int | None):
     if max_devices is not None and isinstance(nodes, list) and len(nodes) > max_devices:
         raise RequestError(f"the network has {len(nodes)} devices; this server takes networks "
                            f"of at most {max_devices} (its --max-devices)", field="network")
+    _check_node_link(data)
+    graph = data.get("graph") if isinstance(data, dict) else None
+    if isinstance(graph, dict) and "topokit_format" in graph:
+        data = {**data, "graph": {**graph, "topokit_format": _whole(graph["topokit_format"])}}
     try:
         return network_from_node_link(data, source="network")
     except TopokitError as exc:
         raise RequestError(str(exc), field="network") from None
+
+
+def _network_error(message: str) -> RequestError:
+    return RequestError(f"network: {message}", field="network")
+
+
+def _check_node_link(data: Any) -> None:
+    """What the file loader reads leniently, refused as the service's contract says.
+
+    A file's loader takes numbers written as text (GraphML has no others), a
+    ``directed`` or ``multigraph`` that is any false value, ``graph`` as a list
+    of pairs, and a true or false node id; a request's network is JSON, so the
+    service takes only what its schema (:mod:`.contract`) describes.  The rest
+    is left to the loader and its messages.
+    """
+    if not isinstance(data, dict) or "nodes" not in data:
+        return  # the loader's message
+    for flag in ("directed", "multigraph"):
+        if flag in data and data[flag] is not False:
+            raise _network_error(f"{flag!r} must be false (the social graph is undirected and "
+                                 f"simple); got {brief(data[flag])}")
+    if ("edges" in data) == ("links" in data):
+        raise _network_error(
+            ("it has both 'edges' and 'links'; give the social links once, as 'edges'")
+            if "edges" in data else
+            ("it has no 'edges': give the social links as a list of {\"source\": u, "
+             "\"target\": v} (an empty list for none)"))
+    graph = data.get("graph", {})
+    if not isinstance(graph, dict):
+        raise _network_error("'graph' must be an object of graph attributes (delay, topology, "
+                             f"...); got {brief(graph)}")
+    _check_graph_attributes(graph)
+    nodes = data.get("nodes")
+    for k, record in enumerate(nodes if isinstance(nodes, list) else ()):
+        if isinstance(record, dict):
+            _check_node_id(record.get("id"), f"node {k}")
+            for key in ("x", "y"):
+                if key in record and not _is_number(record[key]):
+                    raise _network_error(f"node {k}: {key!r} must be a number of metres; got "
+                                         f"{brief(record[key])}")
+    edges = data.get("edges", data.get("links"))
+    for k, record in enumerate(edges if isinstance(edges, list) else ()):
+        if isinstance(record, dict):
+            for end in ("source", "target"):
+                _check_node_id(record.get(end), f"edge {k}")
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _check_node_id(node: Any, where: str, *, part: bool = False) -> None:
+    """A node id that is true or false, or a list (a tuple id) holding a null, refused (the
+    loader would take them); lists checked item by item (the body's depth bounds the
+    recursion).  A null id itself is the loader's to refuse."""
+    if isinstance(node, bool) or (part and node is None):
+        raise _network_error(f"{where}: node ids must be strings, numbers or lists of them; "
+                             f"got {node!r}")
+    if isinstance(node, list):
+        for item in node:
+            _check_node_id(item, where, part=True)
+
+
+def _check_graph_attributes(graph: dict[str, Any]) -> None:
+    """The graph attributes ``name``, ``topology``, ``delay`` and ``physical_model``."""
+    from .._checks import check_choice, check_real
+    from ..network.physical import LTE_RATE_MBPS
+
+    name = graph.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _network_error(f"graph attribute 'name' must be a string; got {brief(name)}")
+    topology = graph.get("topology")
+    if topology is not None and not (isinstance(topology, dict) and "edges" in topology):
+        raise _network_error("graph attribute 'topology' must be null or an object with "
+                             f"'edges' (list of [u, v]) and 'dp_devices'; got {brief(topology)}")
+    delay = graph.get("delay")
+    for i, row in enumerate(delay if isinstance(delay, list) else ()):
+        if isinstance(row, list) and not set(map(type, row)) <= {int, float, type(None)}:
+            j = next(j for j, x in enumerate(row) if type(x) not in (int, float, type(None)))
+            raise _network_error(f"delay[{i}][{j}] must be a number of seconds or null (no "
+                                 f"link); got {brief(row[j])}")
+    model = graph.get("physical_model")
+    if not isinstance(model, dict):
+        return  # absent, null, or the loader's message
+    for key, interval in PHYSICAL_MODEL_RANGES.items():
+        value = model.get(key)
+        if key in model and not (value is None and key == "max_range_m"):
+            if not _is_number(value):
+                raise _network_error(f"physical_model.{key} must be a number; got "
+                                     f"{brief(value)}")
+            _checked("network", check_real, value, f"network: physical_model.{key}",
+                     **interval)
+    if "lte" in model:
+        categories = model["lte"] if isinstance(model["lte"], list) else [model["lte"]]
+        for category in categories:
+            _checked("network", check_choice, category, "network: physical_model.lte",
+                     sorted(LTE_RATE_MBPS))
+
+
+def _whole(value: Any) -> Any:
+    """A whole-number float as the int it is, anything else as it is.
+
+    JSON has one kind of number, and its schemas read ``46.0`` as the integer 46:
+    so does the service, where a check takes integers only (``options.seed``,
+    ``options.rounds``, a workload's counts, ``topokit_format``).  ``46.5`` is
+    left for the check to refuse.
+    """
+    return int(value) if type(value) is float and value.is_integer() else value
 
 
 def _checked(field: str, check, *args, **kwargs):
@@ -149,7 +337,7 @@ def _predictor(method: str, name: Any) -> str | None:
     if name is None:
         return "default" if method == "optimize" else None
     _checked("options.predictor", check_choice, name, "options.predictor", PREDICTORS)
-    if method == "autotag" and name != "paper":
+    if method == "autotag" and name != AUTOTAG_PREDICTOR:
         raise RequestError(
             "method 'autotag' builds its snapshots with eq. (15)'s scores, so it needs the "
             f"'paper' predictor; {name!r} is a TrainingTimePredictor: use method 'optimize' "
@@ -161,22 +349,25 @@ def _options(method: str, options: Any) -> dict[str, Any]:
     """The checked options of a design request, by :data:`OPTIONS` name."""
     from .._checks import check_choice, check_int, check_real
     from ..design import MIXING
-    from ..design.workload import Workload
+    from ..design.workload import _INT_FIELDS, Workload
 
     options = _checked_keys({} if options is None else options, OPTIONS, (), "options")
-    _only_for_optimize(method, options, ("max_stranger_mu", "workload"))
+    _only_for_optimize(method, options, OPTIMIZE_ONLY_OPTIONS)
     mixing = options.get("mixing")
     if mixing is not None:
         _checked("options.mixing", check_choice, mixing, "options.mixing", MIXING)
-        if mixing != "lazy-metropolis":
+        if mixing != AUTOTAG_MIXING:
             _only_for_optimize(method, options, ("mixing",))
     bound = options.get("max_stranger_mu")
     if bound is not None:
         bound = float(_checked("options.max_stranger_mu", check_real, bound,
-                               "options.max_stranger_mu", low=0, closed="neither"))
-    seed = options.get("seed", 0)
-    seed = _checked("options.seed", check_int, seed, "options.seed", low=0)
+                               "options.max_stranger_mu", **MAX_STRANGER_MU_RANGE))
+    seed = _whole(options.get("seed", 0))
+    seed = _checked("options.seed", check_int, seed, "options.seed", **SEED_RANGE)
     workload = options.get("workload")
+    if isinstance(workload, dict):
+        workload = {key: _whole(value) if key in _INT_FIELDS else value
+                    for key, value in workload.items()}
     if workload is not None:
         workload = _checked("options.workload", Workload.from_dict, workload)
     return {"predictor": _predictor(method, options.get("predictor")), "mixing": mixing,
@@ -229,15 +420,16 @@ def _audit_options(options: Any) -> dict[str, Any]:
     from ..design.metrics import DEFAULT_AUDIT_ROUNDS
 
     options = _checked_keys({} if options is None else options, AUDIT_OPTIONS, (), "options")
-    model = _given(options, "model", "gossip")
+    model = _given(options, "model", DEFAULT_AUDIT_MODEL)
     _checked("options.model", check_choice, model, "options.model", AUDIT_MODELS)
     # Refused here, before the network is read: a huge audit is refused at once.
     rounds = _checked("options.rounds", check_audit_rounds,
-                      _given(options, "rounds", DEFAULT_AUDIT_ROUNDS), model, "options.rounds")
+                      _whole(_given(options, "rounds", DEFAULT_AUDIT_ROUNDS)), model,
+                      "options.rounds")
     delta = options.get("delta")
     if delta is not None:
-        delta = _checked("options.delta", check_real, delta, "options.delta", low=0, high=1,
-                         closed="neither")
+        delta = _checked("options.delta", check_real, delta, "options.delta",
+                         **AUDIT_DELTA_RANGE)
     return {"rounds": rounds, "model": model, "delta": delta}
 
 
