@@ -977,7 +977,10 @@ def _round_seconds(net: Network, settings: _Settings) -> float:
         if len(stamps) >= 2 and stamps[-1] - started > _CALIBRATION_SECONDS:
             raise _CalibrationDone
 
-    options = {**settings.train_kwargs, "rounds": rounds, "progress": tick}
+    # NDLF has no DP device, so the DP config changes nothing of the cost, and a per-device
+    # one (naming the topologies' DP devices) would not fit it.
+    options = {**{key: value for key, value in settings.train_kwargs.items() if key != "dp"},
+               "rounds": rounds, "progress": tick}
     with warnings.catch_warnings():  # the runs themselves warn once
         warnings.simplefilter("ignore")
         try:
