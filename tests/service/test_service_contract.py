@@ -36,7 +36,7 @@ FUZZ_EXAMPLES = 10
 SCHEMATHESIS_SECONDS = 300
 #: Bodies generated per operation by the in-process agreement tests (fixed: derandomized);
 #: TOPOKIT_CONTRACT_EXAMPLES asks for more, to search further.
-AGREE_EXAMPLES = int(os.environ.get("TOPOKIT_CONTRACT_EXAMPLES", "100"))
+AGREE_EXAMPLES = int(os.environ.get("TOPOKIT_CONTRACT_EXAMPLES", "50"))
 
 
 def _serve(start_server, tmp_path, *extra: str):
