@@ -5,6 +5,11 @@ per table (``batch`` has one table, ``validate`` two: runs and curves).
 :func:`run_resumable` runs the tasks in this process, with joblib workers or on
 a Dask cluster, and concatenates each table in task order.
 
+The part files and the tables are written here, in the client, beside the
+outputs the user named: the workers only turn tasks into frames.  A Dask worker
+runs in its own working directory, perhaps on another machine, where a relative
+path means something else (so a task that reads files names them absolutely).
+
 Given output paths, a long job survives interruption:
 
 - every finished piece is written under ``OUTPUT.parts/`` (``OUTPUT`` the first
@@ -142,27 +147,28 @@ def _read_finished(piece_paths: Sequence[tuple[Path, ...]]) -> dict[int, Frames]
     return {k: frames for k, frames in pieces.items() if frames is not None}
 
 
-def _run_piece(worker: Callable[[Task], Sequence[pd.DataFrame]], task: Task,
-               paths: tuple[Path, ...] | None) -> Frames:
-    """Run one task; with ``paths``, write its frames there (in the worker, as soon as done)."""
+def _run_piece(worker: Callable[[Task], Sequence[pd.DataFrame]], task: Task) -> Frames:
+    """Run one task (in a worker): its frames, one per table."""
     import pandas as pd
 
     result = worker(task)
     if isinstance(result, pd.DataFrame):  # a tuple of it would be its column names
         raise TypeError("the worker must return a sequence of DataFrames, one per table")
-    frames = tuple(result)
-    if paths is not None:
-        if len(frames) != len(paths):
-            raise ValueError(f"the worker returned {len(frames)} table(s); expected {len(paths)}")
-        # The first table's file marks the piece as done, so it is written last.
-        for frame, path in reversed(list(zip(frames, paths, strict=True))):
-            with atomic_path(path) as tmp:
-                frame.to_parquet(tmp, index=False)
-    return frames
+    return tuple(result)
 
 
-def _indexed_piece(k: int, worker, task, paths) -> tuple[int, Frames]:
-    return k, _run_piece(worker, task, paths)
+def _indexed_piece(k: int, worker, task) -> tuple[int, Frames]:
+    return k, _run_piece(worker, task)
+
+
+def _write_piece(frames: Frames, paths: tuple[Path, ...]) -> None:
+    """Write a finished piece's part files (in the client, as soon as the piece is back)."""
+    if len(frames) != len(paths):
+        raise ValueError(f"the worker returned {len(frames)} table(s); expected {len(paths)}")
+    # The first table's file marks the piece as done, so it is written last.
+    for frame, path in reversed(list(zip(frames, paths, strict=True))):
+        with atomic_path(path) as tmp:
+            frame.to_parquet(tmp, index=False)
 
 
 def check_scheduler(scheduler: Any) -> str | None:
@@ -234,14 +240,65 @@ def dask_client(scheduler: str):
         ) from None
 
 
+#: Seconds a scheduler may take to have a worker before a run on it is refused.
+WORKER_TIMEOUT = 10.0
+
+
+def _wait_for_workers(client, scheduler: str) -> None:
+    """Refuse a cluster without workers (its tasks would wait for good), in one line."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_TIMEOUT)
+    except TimeoutError:
+        raise InvalidInputError(
+            f"the Dask scheduler at {scheduler} has no workers (none within "
+            f"{WORKER_TIMEOUT:g} s); start one (dask worker {scheduler}) or run without a "
+            "scheduler") from None
+
+
+def _result_of(future, scheduler: str) -> tuple[int, Frames]:
+    """A finished task's result; a worker that cannot import the task's code is the user's
+    to fix (topokit, or what a trainer needs, is missing where the workers run)."""
+    try:
+        return future.result()
+    except ImportError as exc:
+        reason = " ".join(str(exc).split())
+        raise InvalidInputError(
+            f"the Dask workers of {scheduler} cannot import what the tasks need ({reason}); "
+            "install it in the workers' Python environment") from None
+
+
+def _on_cluster(calls: Iterator[tuple], scheduler: str) -> Iterator[tuple]:
+    """Yield ``(k, frames)`` for every call, each computed by a worker of the cluster.
+
+    Every call is a task of its own (``Client.submit``), whatever the cluster's
+    size: joblib's Dask backend would run them all in this process when the
+    cluster has one thread in all, and say nothing.
+    """
+    import uuid
+
+    from distributed import as_completed
+
+    calls = list(calls)
+    if not calls:  # every piece resumed: nothing for the cluster to do
+        return
+    job = uuid.uuid4().hex[:8]  # keys of their own: a second run is never taken for the first
+    with dask_client(scheduler) as client:
+        _wait_for_workers(client, scheduler)
+        running = as_completed()
+        for call in calls:
+            running.add(client.submit(_indexed_piece, *call,
+                                      key=f"topokit-piece-{job}-{call[0]}"))
+        # Closing the client (an error, Ctrl-C) cancels the tasks not yet done.
+        for future in running:
+            yield _result_of(future, scheduler)
+
+
 def _execute(calls: Iterator[tuple], n_jobs: int, scheduler: str | None) -> Iterator[tuple]:
     """Yield ``(k, frames)`` for every call, in the order they finish."""
     import joblib
 
     if scheduler:
-        jobs = (joblib.delayed(_indexed_piece)(*call) for call in calls)
-        with dask_client(scheduler), joblib.parallel_config(backend="dask"):
-            yield from joblib.Parallel(return_as="generator_unordered")(jobs)
+        yield from _on_cluster(calls, scheduler)
     elif n_jobs == 1:  # in this process: no pickling, and monkeypatching works in tests
         yield from (_indexed_piece(*call) for call in calls)
     else:
@@ -293,8 +350,9 @@ def run_resumable(
     n_jobs : int, default 1
         joblib workers (-1: all cores); 1 runs in this process.
     scheduler : str, optional
-        Address of a Dask scheduler (``tcp://host:8786``): the pieces run on
-        that cluster through joblib's Dask backend (``n_jobs`` is then unused).
+        Address of a Dask scheduler (``tcp://host:8786``): every piece runs as
+        a task on that cluster's workers, however few (``n_jobs`` is then
+        unused); the part files and tables are written here all the same.
     progress : callable, optional
         ``progress(done, total)`` once at the start and after every piece.
     resume : bool, default True
@@ -307,7 +365,10 @@ def run_resumable(
     Raises
     ------
     InvalidInputError
-        A bad ``n_jobs``, or a parts folder that holds another job's pieces.
+        A bad ``n_jobs``, or a parts folder that holds another job's pieces; a
+        scheduler that cannot be reached, has no worker within
+        :data:`WORKER_TIMEOUT` seconds, or whose workers cannot import the
+        tasks' code.
     """
     tables = tuple(tables)
     n_jobs = check_n_jobs(n_jobs)
@@ -320,11 +381,12 @@ def run_resumable(
     n_resumed, total = len(results), len(tasks)
     if progress:
         progress(n_resumed, total)
-    calls = ((k, worker, tasks[k], None if parts is None else parts.paths[k])
-             for k in range(total) if k not in results)
+    calls = ((k, worker, tasks[k]) for k in range(total) if k not in results)
     try:
         with contextlib.closing(_execute(calls, n_jobs, scheduler)) as finished:
             for k, frames in finished:
+                if parts is not None:
+                    _write_piece(frames, parts.paths[k])
                 results[k] = frames
                 if progress:
                     progress(len(results), total)

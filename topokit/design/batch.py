@@ -4,9 +4,12 @@ Work is cut into chunks whose results are written as Parquet part files next to
 the output (``OUTPUT.parts/``), each atomically.  An interrupted run resumes
 by skipping finished chunks; the final table replaces the output atomically
 and the part files are removed.  Chunks run in parallel with joblib, locally
-(``n_jobs``) or on a Dask cluster (``scheduler``: joblib's Dask backend).  The
-parts, the resumption and the workers are :func:`topokit._jobs.run_resumable`'s
-job, shared with :func:`topokit.validate`.
+(``n_jobs``), or as tasks on a Dask cluster (``scheduler``).  The parts, the
+resumption and the workers are :func:`topokit._jobs.run_resumable`'s job, shared
+with :func:`topokit.validate`: the parts are written by this process, beside the
+output, wherever the chunks run.  The chunks of a directory name its files by
+absolute path, so that a Dask worker in another working directory reads the
+same files.
 
 Every item of a random ensemble draws from its own generator,
 ``topokit._random.keyed_rng(seed, index)``, so results do not depend on chunk
@@ -225,13 +228,17 @@ def _files_part(files: list[str], span: _Span) -> tuple[pd.DataFrame]:
 
 
 def _network_files(source: str | Path) -> list[str]:
-    """The network files of the folder ``source``, sorted."""
+    """The network files of the folder ``source``, sorted, as absolute paths.
+
+    Absolute, because a Dask worker reads them in its own working directory.
+    """
     folder = Path(source)
     if not folder.exists():
         raise InputFileNotFoundError(f"no such directory: {folder}")
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a directory of network files")
-    files = sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in NETWORK_SUFFIXES)
+    files = sorted(str(p) for p in folder.absolute().iterdir()
+                   if p.suffix.lower() in NETWORK_SUFFIXES)
     if not files:
         raise InvalidInputError(f"{folder} holds no network files (.json or .graphml)")
     return files
@@ -293,7 +300,9 @@ def batch_analyze(
         joblib workers (-1: all cores).
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``); the chunks then run
-        on that cluster through joblib's Dask backend.
+        as tasks on that cluster's workers, however few (``n_jobs`` unused).
+        They read a directory's files by absolute path: the workers must see
+        them there (the same machine, or a shared filesystem).
     chunk_size : int
         Items per chunk (the unit of resumption).
     resume : bool
@@ -305,7 +314,8 @@ def batch_analyze(
     -------
     pandas.DataFrame
         The table written to ``output``.  A file that cannot be read or
-        analysed gets a row whose ``error`` column says why; the batch goes on.
+        analysed gets a row whose ``error`` column says why; the batch goes on
+        (even when every row fails: the ``topokit batch`` command then exits 2).
 
     Raises
     ------
@@ -320,7 +330,9 @@ def batch_analyze(
     Notes
     -----
     The chunks run through :func:`topokit._jobs.run_resumable`; finished
-    chunks wait in ``OUTPUT.parts/part-NNNNNN.parquet``.
+    chunks wait in ``OUTPUT.parts/part-NNNNNN.parquet`` (beside ``output``, in
+    this process's filesystem, with or without ``scheduler``), removed once
+    the table is written.
     """
     chunk_size = check_int(chunk_size, "chunk_size", low=1)
     check_output_path(output, "output")
