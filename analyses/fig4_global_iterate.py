@@ -65,7 +65,7 @@ def main() -> None:
     net = load_example(args.network)
     result = validate(net, f"random:{count}", targets=targets, trials=trials, seed=args.seed,
                       n_jobs=args.n_jobs, rounds=args.rounds, partition=args.skewness,
-                      output=out_path("fig4_global_iterate.parquet"))
+                      predictor="paper", output=out_path("fig4_global_iterate.parquet"))
     seconds = time.perf_counter() - start
     frame = result.frame
 

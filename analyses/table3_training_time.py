@@ -104,7 +104,7 @@ def main() -> None:
                 result = validate(
                     net, tuple(FRAMEWORKS), targets=THRESHOLDS, trials=trials, seed=args.seed,
                     n_jobs=args.n_jobs, rounds=args.rounds, partition=skewness,
-                    output=out_path(f"table3_{network}_K{skewness:g}.parquet"),
+                    predictor="paper", output=out_path(f"table3_{network}_K{skewness:g}.parquet"),
                 )
             frames.append(result.frame.assign(skewness=skewness))
             curves.append(result.curves.assign(

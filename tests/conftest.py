@@ -5,6 +5,9 @@ import pytest
 
 matplotlib.use("Agg")
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+# pytest-xdist's workers start with COLUMNS=80; rich fixes a console's width from COLUMNS
+# when the console is made, so the CLI's consoles would ignore the width a test gives.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="module")

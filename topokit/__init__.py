@@ -79,6 +79,7 @@ __all__ = [
     "autotag",
     "optimize",
     "Design",
+    "load_design",
     "lazy_metropolis",
     "metropolis",
     "hitting_times",

@@ -250,3 +250,29 @@ def dumps_json(value: Any, *, indent: int | None = 1) -> str:
 def write_json(path: str | os.PathLike, value: Any, *, indent: int | None = 1) -> Path:
     """Write ``value`` as strict JSON to ``path`` atomically."""
     return atomic_write_text(path, dumps_json(value, indent=indent))
+
+
+def read_json_file(path: str | os.PathLike, kind: str) -> Any:
+    """The JSON in the file at ``path`` (a ``kind`` file, such as "workload" or "design").
+
+    Raises
+    ------
+    InputFileNotFoundError
+        No file there.
+    InputFileError
+        A directory, malformed JSON (with its line) or not UTF-8 text; each
+        message names the file.
+    """
+    from .errors import InputFileError, InputFileNotFoundError
+
+    path = Path(path)
+    if not path.exists():
+        raise InputFileNotFoundError(f"no such {kind} file: {path}")
+    if path.is_dir():
+        raise InputFileError(f"{path} is a directory; expected a {kind} JSON file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path}: not a UTF-8 text file") from None

@@ -64,6 +64,7 @@ from .errors import InvalidInputError
 __all__ = [
     "classic_gaussian_factor",
     "gaussian_sigma",
+    "per_release_epsilon",
     "gaussian_epsilon",
     "basic_composition",
     "noise_multiplier_for_run",
@@ -155,6 +156,36 @@ def gaussian_sigma(
         # against a root-finder answer above the closed-form bound.
         return min(analytic, classic_gaussian_factor(delta) * sensitivity / epsilon)
     return analytic
+
+
+def per_release_epsilon(noise_multiplier: float, delta: float) -> float:
+    """The epsilon at ``delta`` of one Gaussian release of noise multiplier z = sigma / Delta.
+
+    The inverse of :func:`gaussian_sigma` (``method="auto"``) at unit
+    sensitivity: the smallest epsilon for which the Gaussian mechanism is
+    (epsilon, delta)-DP (Balle & Wang 2018, Thm. 8), solved by
+    ``dp_accounting.get_epsilon_gaussian``.  It is what a noise multiplier
+    calibrated per round (``DPConfig(per="round")``) guarantees each round.
+
+    Parameters
+    ----------
+    noise_multiplier : float > 0
+    delta : float in (0, 1)
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(per_release_epsilon(gaussian_sigma(0.5, 1e-5, 1.0), 1e-5), 6)
+    0.5
+    >>> per_release_epsilon(10.0, 1e-5) < per_release_epsilon(5.0, 1e-5)
+    True
+    """
+    noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
+    delta = check_in_open_unit_interval(delta, "delta")
+    return float(dp_accounting.get_epsilon_gaussian(noise_multiplier, delta))
 
 
 def _run_event(noise_multiplier: float, steps: int, sampling_rate: float) -> dp_accounting.DpEvent:

@@ -42,7 +42,9 @@ __all__ = [
     "MissingShareError",
     "TopokitWarning",
     "NotAFormalGuaranteeWarning",
+    "StrangersExposedWarning",
     "InsecureKeysWarning",
+    "UnusableSocialLinksWarning",
 ]
 
 
@@ -106,5 +108,13 @@ class NotAFormalGuaranteeWarning(TopokitWarning):
     """A result uses a paper's shortcut that is not a formal privacy guarantee."""
 
 
+class StrangersExposedWarning(TopokitWarning):
+    """A design told an epsilon has no DP device: its stranger pairs see data unprotected."""
+
+
 class InsecureKeysWarning(TopokitWarning):
     """Secret keys or masks were derived from a seeded generator (tests only)."""
+
+
+class UnusableSocialLinksWarning(TopokitWarning):
+    """A network has social links with infinite delay: no topology can use them."""

@@ -45,10 +45,11 @@ def digests(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def design_json(tmp_path_factory) -> str:
-    """A design of the toy network under a workload, as ``topokit design -o`` writes it."""
+    """A design of the toy network under a workload, as ``topokit design -o`` writes it
+    (with DP devices: a stranger bound asks for them, and a DP plan needs them)."""
     path = tmp_path_factory.mktemp("design") / "d.json"
     result = runner.invoke(app, ["design", "--example", "toy", "--epsilon", "2", "--target",
-                                 "0.8", "-o", str(path), "--json"])
+                                 "0.8", "--max-stranger-mu", "0.5", "-o", str(path), "--json"])
     assert result.exit_code == 0, result.output
     return path.read_text()
 

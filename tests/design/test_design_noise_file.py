@@ -83,8 +83,8 @@ def test_a_plain_topology_has_no_levels_and_audits_at_z_1(designed, tmp_path):
 def test_bad_levels_are_refused_in_one_line(designed, tmp_path, change, said):
     net, network, design = designed
     record = json.loads(design.read_text())
-    bound = record["stats"]["stranger_bound"]
-    bound["noise_multipliers"] = change(bound["noise_multipliers"])
+    noise = record["noise"]  # the design's decided noise: what every reader takes
+    noise["noise_multipliers"] = change(noise["noise_multipliers"])
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(record))
     with pytest.raises(InputFileError, match="broken.json") as caught:

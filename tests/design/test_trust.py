@@ -15,7 +15,7 @@ from topokit.design.trust import (
     mixing_for_trait,
     shipped_probe_rounds,
 )
-from topokit.errors import InvalidInputError, TopokitWarning
+from topokit.errors import InvalidInputError, StrangersExposedWarning, TopokitWarning
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,7 @@ def siot16():
 def _quiet_optimize(net, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("error", TopokitWarning)  # a measured workload: no warning
+        warnings.simplefilter("ignore", StrangersExposedWarning)  # no DP device
         return optimize(net, seed=0, **options)
 
 
@@ -59,7 +60,8 @@ def test_the_weights_follow_the_measured_trait_not_the_name():
 def test_a_model_never_measured_gets_the_safe_choices_and_one_line(siot16):
     with pytest.warns(TopokitWarning) as caught:
         design = optimize(siot16, seed=0, workload=Workload(model="mine", epsilon=0.5))
-    messages = [str(w.message) for w in caught if issubclass(w.category, TopokitWarning)]
+    messages = [str(w.message) for w in caught if issubclass(w.category, TopokitWarning)
+                and not issubclass(w.category, StrangersExposedWarning)]
     assert len(messages) == 1 and "ceiling_probe" in messages[0]
     assert "probe_rounds=" in messages[0] and "\n" not in messages[0]
     record = design.stats["workload"]
@@ -183,6 +185,7 @@ def test_a_refit_on_one_network_warns_what_it_rests_on(tmp_path):
         calibrate(tmp_path / "runs.csv", predictor="default")
     with warnings.catch_warnings():  # kept near its base, the refit rests on the prior
         warnings.simplefilter("error", TopokitWarning)
+        warnings.simplefilter("ignore", StrangersExposedWarning)  # no DP device
         calibrate(tmp_path / "runs.csv", predictor="default", prior_strength=10)
 
 

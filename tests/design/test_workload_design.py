@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from topokit import Workload, evaluate, load_example, load_predictor, optimize, predict_topology
 from topokit.cli import app
 from topokit.design.baselines import dlfdp
-from topokit.errors import InvalidInputError, TopokitWarning
+from topokit.errors import InvalidInputError, StrangersExposedWarning, TopokitWarning
 
 runner = CliRunner()
 
@@ -31,6 +31,7 @@ def test_the_fitted_workload_gives_the_design_without_one(toy, blind_design):
     # The default predictor named: its own workload is inside its fit.
     with warnings.catch_warnings():
         warnings.simplefilter("error", TopokitWarning)  # inside the fit: no warning
+        warnings.simplefilter("ignore", StrangersExposedWarning)  # no DP device
         told = optimize(toy, seed=0, predictor="default", workload=Workload())
     assert told.topology == blind_design.topology
     assert told.metrics.pseudo_time == blind_design.metrics.pseudo_time

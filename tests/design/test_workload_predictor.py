@@ -20,7 +20,12 @@ from topokit.design.time_predictor import (
     workload_ceiling,
     workload_outside,
 )
-from topokit.errors import InputFileError, InvalidInputError, TopokitWarning
+from topokit.errors import (
+    InputFileError,
+    InvalidInputError,
+    StrangersExposedWarning,
+    TopokitWarning,
+)
 
 FEATURES = (*DEFAULT_FEATURES, "target_closeness")
 
@@ -151,6 +156,7 @@ def test_optimize_judges_a_measured_model_of_ones_own_at_its_workload():
     assert shipped_predictor_for(measured) == "workload"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # inside the fitted ranges: no warning
+        warnings.simplefilter("ignore", StrangersExposedWarning)  # no DP device
         design = optimize(load_example("siot16"), seed=0, workload=measured)
     assert design.predictor["name"] == "workload"
     assert list(design.stats["workload"]["outside"]) == []
@@ -200,6 +206,7 @@ def test_optimize_designs_at_a_workload_inside_the_fit(toy):
     workload = Workload(epsilon=0.5, target=0.92)
     with warnings.catch_warnings():
         warnings.simplefilter("error", TopokitWarning)  # inside: no warning
+        warnings.simplefilter("ignore", StrangersExposedWarning)  # no DP device
         told = optimize(toy, seed=0, workload=workload)
     record = told.stats["workload"]
     assert record["outside"] == [] and record["designed_at"] == "the workload"

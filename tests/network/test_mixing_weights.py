@@ -72,6 +72,13 @@ def test_weights_follow_the_edges_as_given_and_are_stored_in_edge_order():
     assert by_mapping == topology and hash(by_mapping) == hash(topology)
 
 
+def test_weights_by_edge_maps_each_stored_link_to_its_weight():
+    topology = Topology([("b", "a"), ("c", "b")], weights=[0.3, 0.2])
+    assert topology.weights_by_edge == {("a", "b"): 0.3, ("b", "c"): 0.2}
+    assert Topology(topology.edges, (), topology.weights_by_edge) == topology
+    assert Topology([("a", "b")]).weights_by_edge is None  # Lazy-Metropolis: nothing stored
+
+
 def test_equality_and_hash_include_the_weights():
     plain = Topology(PATH_EDGES)
     weighted = plain.with_weights([0.5, 0.5, 0.5])

@@ -20,9 +20,10 @@ def toy():
 
 def test_a_workload_trains_as_the_options_it_stands_for(toy):
     workload = Workload(epsilon=2.0, target=0.5, rounds=6, batch_size=32)
-    told = validate(toy, TOPOLOGIES, workload=workload, **SMALL)
+    # One predictor for both: by default a workload's runs are predicted at the workload.
+    told = validate(toy, TOPOLOGIES, workload=workload, predictor="paper", **SMALL)
     spelled = validate(toy, TOPOLOGIES, targets=[0.5], rounds=6, batch_size=32,
-                       dp=DPConfig(epsilon=2.0, delta=1e-5), **SMALL)
+                       dp=DPConfig(epsilon=2.0, delta=1e-5), predictor="paper", **SMALL)
     pd.testing.assert_frame_equal(told.frame, spelled.frame)
     assert set(told.frame["target"]) == {0.5}
 
@@ -63,3 +64,30 @@ def test_the_optimize_spec_designs_for_the_workload_and_says_when_it_lies_outsid
         result = validate(toy, ["optimize"], workload=Workload(epsilon=0.5, target=0.5,
                                                                 rounds=4), **SMALL)
     assert list(result.frame["topology"]) == ["optimize"]
+
+
+def test_a_workload_s_runs_are_predicted_as_design_judges_them(toy):
+    """No predictor given: the workload's shipped predictor at the workload (its noise), as
+    optimize judges designs; without a workload, the model's shipped fit."""
+    from topokit import evaluate
+    from topokit.design import load_predictor, predictor_within_fit
+
+    workload = Workload(epsilon=2.0, target=0.5, rounds=6)
+    result = validate(toy, ["dlfdp"], workload=workload, **SMALL)
+    assert result.config["predictor_name"] == "workload"
+    judge = predictor_within_fit(load_predictor("workload"), workload)[0]
+    assert judge.feature_settings.noise_multiplier == pytest.approx(
+        workload.resolved_noise_multiplier)
+    trial = result.frame.iloc[0]
+    counts = toy.with_class_counts(_trial_counts(toy, trial["seed"]))
+    assert trial["pseudo_time"] == pytest.approx(
+        evaluate(counts, result.topologies["dlfdp"], judge).pseudo_time, rel=1e-9)
+    plain = validate(toy, ["ndlf"], targets=[0.5], rounds=4, **SMALL)
+    assert plain.config["predictor_name"] == "default"
+
+
+def _trial_counts(net, seed):
+    from topokit.training import load_digits
+    from topokit.validation.core import _partition_counts
+
+    return _partition_counts(net, load_digits()[1], int(seed), partition=None, test=None)

@@ -397,6 +397,18 @@ def _gdp_epsilon(mu: Any, delta: float) -> NDArray[np.float64]:
 # Inputs
 # ---------------------------------------------------------------------------------------------
 
+def _audited(topology: Any, noise_multiplier: Any) -> tuple[Any, Any]:
+    """The topology and noise an audit reads: a Design's topology with its own noise unless
+    ``noise_multiplier`` is given; else 1 where none is given."""
+    # A Design by what it has: the audit sits below the design layer and imports none of it.
+    if not isinstance(topology, Topology) and hasattr(topology, "noise_multipliers") \
+            and isinstance(getattr(topology, "topology", None), Topology):
+        if noise_multiplier is None and topology.noise is not None:
+            noise_multiplier = topology.noise_multipliers
+        topology = topology.topology
+    return topology, 1.0 if noise_multiplier is None else noise_multiplier
+
+
 def _check_network(net: Any, topology: Any) -> Topology:
     """The topology to audit (validated against ``net``): the given, the stored, or NDLF."""
     if not isinstance(net, Network):
@@ -606,7 +618,7 @@ def privacy_audit(
     topology: Topology | None = None,
     *,
     rounds: int,
-    noise_multiplier: float | Mapping[Hashable, float] = 1.0,
+    noise_multiplier: float | Mapping[Hashable, float] | None = None,
     delta: float | None = None,
     observers: Iterable[Hashable] | None = None,
     observer_knows_own_noise: bool = True,
@@ -620,15 +632,16 @@ def privacy_audit(
     Parameters
     ----------
     net : Network
-    topology : Topology, optional
+    topology : Topology or Design, optional
         The topology to audit; default: the one stored with the network, else
-        NDLF (the social graph, no DP device).
+        NDLF (the social graph, no DP device).  A :class:`~topokit.Design`
+        audits its topology with the noise it decided (``Design.noise``).
     rounds : int >= 1
         T, the rounds of gossip the observers watch (t = 0, ..., T-1).
-    noise_multiplier : float >= 0 or mapping device -> float, default 1.0
+    noise_multiplier : float >= 0 or mapping device -> float, optional
         z of every DP device of the topology (others add no noise); a mapping
         gives each device it names its z (non-DP devices included) and must
-        name every DP device.
+        name every DP device.  None (default): a Design's own levels, else 1.
     delta : float in (0, 1), optional
         Adds epsilon at this delta to :meth:`PrivacyAudit.to_frame` and
         :meth:`PrivacyAudit.summary`.
@@ -729,6 +742,7 @@ def privacy_audit(
     """
     from .._jobs import check_n_jobs
 
+    topology, noise_multiplier = _audited(topology, noise_multiplier)
     topology = _check_network(net, topology)
     model = check_choice(model, "model", kernels.MODELS)
     rounds = check_audit_rounds(rounds, model)

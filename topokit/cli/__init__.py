@@ -7,6 +7,7 @@ module                 commands
 :mod:`.batch`          ``batch``
 :mod:`.validate`       ``validate``, ``calibrate``
 :mod:`.probe`          ``probe`` (topologies to train over for a calibration)
+:mod:`.ceiling`        ``ceiling`` (a model's accuracy on the user's data, no noise)
 :mod:`.gfl`            ``gfl run`` (privatized graph federated learning)
 :mod:`.learn`          ``learn``, ``learn-federated`` (graph learning)
 =====================  ==========================================================
@@ -25,6 +26,7 @@ import typer
 
 from . import audit as _audit
 from . import batch as _batch
+from . import ceiling as _ceiling
 from . import design as _design
 from . import export as _export
 from . import gfl as _gfl
@@ -87,6 +89,7 @@ app.command("audit")(_audit.audit_command)
 app.command("validate")(_validate.validate_command)
 app.command("calibrate")(_validate.calibrate_command)
 app.command("probe")(_probe.probe_command)
+app.command("ceiling")(_ceiling.ceiling_command)
 app.command("serve")(_serve.serve_command)
 app.add_typer(_with_user_errors(_gfl.app), name="gfl")
 app.command("learn")(handles_user_errors(_learn.learn_command))

@@ -362,11 +362,19 @@ NetworkArg = typer.Argument(None, help="Network file (.json node-link or .graphm
                             show_default=False)
 ExampleOpt = typer.Option(None, "--example", "-e", help="Use a bundled example instead of a file.")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
-#: --predictor of the commands whose default is eq. (15) (analyze, validate).
+#: --predictor of the commands whose default is eq. (15) (analyze).
 PaperPredictorOpt = typer.Option(
     None, "--predictor",
-    help="'paper' (eq. 15, the default), 'default' (topokit's fitted TrainingTimePredictor, "
-         "fitted on logistic regression; not for AutoTag), 'mlp' (the same fitted on MLP "
-         "runs) or a predictor JSON file (topokit calibrate).")
+    help="'paper' (eq. 15, the default; a design file's own predictor with --topology "
+         "DESIGN.json), 'default' (topokit's fitted TrainingTimePredictor, fitted on logistic "
+         "regression; not for AutoTag), 'mlp' (the same fitted on MLP runs), 'workload' or a "
+         "predictor JSON file (topokit calibrate).")
+#: --predictor of validate, whose default is design's.
+DesignPredictorOpt = typer.Option(
+    None, "--predictor",
+    help="What predicts each run [default: as topokit design judges: 'workload' with "
+         "--workload, else 'default' ('mlp' for the MLP); a design file of --topologies by "
+         "its own]: 'paper' (eq. 15), 'default', 'mlp', 'workload' or a predictor JSON file "
+         "(topokit calibrate).")
 
 

@@ -54,6 +54,8 @@ def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[obje
         levels = load_noise_multipliers(path, net)  # _topology has read the file as a topology
         if levels is not None:
             spread = sorted(set(levels.values()))
+            if not spread:
+                return levels, "no DP device (the design's)"
             return levels, (f"z per DP device from the design ({spread[0]:g}-{spread[-1]:g})"
                             if len(spread) > 1 else f"z = {spread[0]:g} (the design's)")
     return 1.0, "z = 1"
@@ -102,7 +104,7 @@ def audit_command(
     noise_multiplier: float = typer.Option(
         None, "--noise-multiplier", "-z",
         help="Noise multiplier z of every DP device [default: each DP device's own level "
-             "when --topology is a design made under --max-stranger-mu, else 1]."),
+             "as the --topology design file records it, else 1]."),
     delta: float = typer.Option(None, "--delta", help="Also report epsilon at this delta."),
     knows_own_noise: bool = typer.Option(
         True, "--observer-knows-own-noise/--eavesdropper",

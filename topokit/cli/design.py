@@ -63,7 +63,7 @@ AUDIT_BAR_FROM_DEVICES = 64
 
 
 def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chosen=None,
-                     quiet: bool = False) -> dict:
+                     quiet: bool = False, noise: dict | None = None) -> dict:
     """The report's columns (metrics and stranger audit of every topology), with a bar of
     the audits' observers on large networks."""
     from ..design.report import metric_columns
@@ -75,7 +75,7 @@ def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chos
         if report is not None:  # the bar from the start: one observer can take seconds
             report(0, total)
         return metric_columns(net, topologies, model, audit=audit, chosen=chosen,
-                              progress=report)
+                              progress=report, noise=noise)
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
@@ -121,10 +121,27 @@ ProbeRoundsOpt = typer.Option(
     None, "--probe-rounds", help="--method optimize: how fast your model learns without noise, "
                                  "the rounds its ceiling probe takes to 90 % of the ceiling "
                                  "(ceiling_probe(...).probe_rounds; known for logreg and mlp).")
+
+
+def _workload_field_option(flag: str, text: str):
+    """The option of one more Workload field, for --method optimize."""
+    return typer.Option(None, flag, help=f"--method optimize: {text}.")
+
+
+RoundsOpt = _workload_field_option("--rounds", "the horizon T you train for (rounds; default "
+                                               "200): a run not at the target by then counts "
+                                               "as never")
+DeltaOpt = _workload_field_option("--delta", "the delta of each round (default 1e-5)")
+MaxGradNormOpt = _workload_field_option("--max-grad-norm", "the clipping norm C (default 1)")
+BatchSizeOpt = _workload_field_option("--batch-size", "the expected minibatch size B "
+                                                      "(default 64)")
+LocalStepsOpt = _workload_field_option("--local-steps", "local SGD steps K per round "
+                                                        "(default 1)")
+SamplesOpt = _workload_field_option("--n-samples", "training rows in all, where known")
+ClassesOpt = _workload_field_option("--n-classes", "classes of the data, where known")
 WorkloadOpt = typer.Option(
-    None, "--workload", help="--method optimize: a workload JSON file (topokit.Workload.save); "
-                             "instead of --epsilon, --target, --model, --ceiling and "
-                             "--probe-rounds.")
+    None, "--workload", help="--method optimize: a workload JSON file (topokit.Workload.save), "
+                             "instead of the workload's options (--epsilon to --n-classes).")
 AuditModelOpt = typer.Option(
     "gossip", "--audit-model",
     help="gossip (one private value, exact) or dsgd (a contribution every round, as in "
@@ -159,17 +176,31 @@ def analyze(
                                           rounds_option="--audit-rounds"), example=example)
     net = resolve_network(network, example)
     chosen = _topology_for(net, topology) if topology else net.topology
-    model = load_predictor(str(predictor)) if predictor else None
-    label = "given topology" if topology else ("stored topology" if chosen else "social graph")
+    design = _recorded_design(topology) if topology else None
+    if predictor:
+        model, judged = load_predictor(str(predictor)), str(predictor)
+    elif design is not None:  # the design's own predictor, at the settings it judged at
+        model = design.judge()
+        judged = f"the design's ({(design.predictor or {}).get('name', 'paper')})"
+    else:
+        model, judged = None, "paper (eq. 15)"
+    label = ("given design" if design is not None else "given topology") if topology else (
+        "stored topology" if chosen else "social graph")
+    levels = ({label: design.noise_multipliers}
+              if design is not None and design.noise is not None and noise_multiplier is None
+              else None)
     columns = _audited_columns(net, {label: chosen or ndlf(net)}, model, audit,
-                               quiet=as_json)
+                               quiet=as_json, noise=levels)
     if as_json:
         print_json({"network": net.name, "topology": label, **columns[label],
-                    "stranger_audit": audit.settings()})
+                    "predictor": judged, "stranger_audit": audit.settings()})
         return
     title = f"{net.name or network}: {net.n_devices} devices, {label}"
     console.print(metrics_table(title, columns))
-    console.print(audit_caption(audit))
+    console.print(f"predicted_global_iterate (rounds) and pseudo_time (s) by predictor {judged}")
+    console.print(audit_caption(audit) if levels is None else
+                  audit_caption(audit).replace(f"z = {audit.noise_multiplier:.4g} on every DP "
+                                               "device", "each DP device at the design's noise"))
 
 
 def _check_topology_path(path: Path | None, name: str = "--topology") -> None:
@@ -179,6 +210,16 @@ def _check_topology_path(path: Path | None, name: str = "--topology") -> None:
             f"{name}: {path} is a directory; give a topology JSON file, or a design JSON "
             "written by topokit design -o"
         )
+
+
+def _recorded_design(path: Path):
+    """The design a --topology file holds (None for a plain topology file); errors name it."""
+    import json
+
+    from ..design.result import load_design
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))  # _topology_for has checked it
+    return load_design(path) if isinstance(data, dict) and "topology" in data else None
 
 
 def _topology_for(net, path: Path):
@@ -260,6 +301,13 @@ def design(
     model_name: str = ModelOpt,
     ceiling: float = CeilingOpt,
     probe_rounds: float = ProbeRoundsOpt,
+    rounds: int = RoundsOpt,
+    delta: float = DeltaOpt,
+    max_grad_norm: float = MaxGradNormOpt,
+    batch_size: int = BatchSizeOpt,
+    local_steps: int = LocalStepsOpt,
+    n_samples: int = SamplesOpt,
+    n_classes: int = ClassesOpt,
     workload_file: Path = WorkloadOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -279,9 +327,11 @@ def design(
                         [("the NETWORK file", network),
                          ("the --predictor file", predictor_file(predictor)),
                          ("the --workload file", workload_file)])
-    workload = _workload_option(method, {"epsilon": epsilon, "target": target,
-                                         "model": model_name, "ceiling": ceiling,
-                                         "probe_rounds": probe_rounds}, workload_file)
+    workload = _workload_option(method, {
+        "epsilon": epsilon, "target": target, "model": model_name, "ceiling": ceiling,
+        "probe_rounds": probe_rounds, "rounds": rounds, "delta": delta,
+        "max_grad_norm": max_grad_norm, "batch_size": batch_size, "local_steps": local_steps,
+        "n_samples": n_samples, "n_classes": n_classes}, workload_file)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
     _check_stranger_bound(method, max_stranger_mu, audit)
     _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
@@ -298,14 +348,10 @@ def design(
                                        nep_patience=nep_patience, quiet=as_json)
         topologies = {"AutoTag": chosen.topology, **baseline_topologies(net, chosen, seed=seed)}
     else:
-        with naming_options(_OPTIMIZE_OPTIONS, _OPTIMIZE_PHRASES):
-            chosen, topologies = _optimized(
-                net, model, n_jobs=n_jobs, seed=seed, quiet=as_json,
-                max_stranger_mu=max_stranger_mu,
-                audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS, audit_model=audit.model,
-                mixing=mixing, per_device_noise=not uniform_noise, ndlf_margin=ndlf_margin,
-                workload=workload)
-        model = _judge(chosen, model)
+        chosen, topologies, model = _optimized_and_judge(
+            net, model, audit, n_jobs=n_jobs, seed=seed, quiet=as_json,
+            max_stranger_mu=max_stranger_mu, mixing=mixing, per_device_noise=not uniform_noise,
+            ndlf_margin=ndlf_margin, workload=workload)
     columns = _audited_columns(net, topologies, model, audit, chosen=chosen, quiet=as_json)
     _report_design(net, network, method, chosen, columns, audit,
                    output=output, plot=plot, as_json=as_json)
@@ -314,8 +360,9 @@ def design(
 def _report_design(net, network: Path | None, method: str, chosen, columns: dict, audit, *,
                    output: Path | None, plot: Path | None, as_json: bool) -> None:
     """Write, draw and print the design: the file of -o, the figure of --plot, the table."""
-    payload = {"network": net.name, "method": method, **chosen.to_dict(), "baselines": columns,
-               "stranger_audit": audit.settings()}
+    from ..design.report import design_record
+
+    payload = design_record(net, method, chosen, columns, audit)
     if output is not None:
         write_json(output, payload)
     if plot is not None:
@@ -326,6 +373,8 @@ def _report_design(net, network: Path | None, method: str, chosen, columns: dict
         print_json(payload)
         return
     _print_design(net, network, method, chosen, columns)
+    judged = "paper (eq. 15)" if chosen.predictor is None else chosen.predictor["name"]
+    console.print(f"predicted_global_iterate (rounds) and pseudo_time (s) by predictor {judged}")
     console.print(audit_caption(audit))
     bound = chosen.stats.get("stranger_bound")
     if bound is not None:
@@ -386,15 +435,35 @@ def _bound_caption(bound: dict[str, Any]) -> str:
             "audited and predicted at those levels")
 
 
-def _judge(chosen, given: Any):
-    """The predictor that judged optimize's design, at the workload it designed for (the
-    design's record), to judge the reference designs alike."""
-    from ..design.time_predictor import KIND, TrainingTimePredictor, load_predictor
+def start_words(name: str) -> str:
+    """optimize's start (``stats["start"]``) in words.
 
-    record = (chosen.predictor or {}).get("record") or {}
-    if record.get("kind") == KIND:
-        return TrainingTimePredictor.from_dict(record)
-    return load_predictor("default" if given is None else given)
+    >>> start_words("ndlf<=26.2625s+dp")
+    "NDLF's links of at most 26.26 s, every device DP"
+    >>> start_words("autotag-n3")
+    "AutoTag's candidate of DP budget 3"
+    """
+    base, dp = name.removesuffix("+dp"), name.endswith("+dp")
+    if base.startswith("ndlf<="):
+        words = f"NDLF's links of at most {float(base[6:].rstrip('s')):.4g} s"
+    elif base.startswith("autotag-n"):
+        words = f"AutoTag's candidate of DP budget {base[9:]}"
+    else:
+        words = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}.get(
+            base, base)
+    return words + (", every device DP" if dp else "")
+
+
+def noise_line(noise) -> str:
+    """One line saying what noise the DP devices add and what it guarantees (a
+    :class:`~topokit.design.noise.DesignNoise`)."""
+    levels = sorted(set(noise.noise_multipliers.values()))
+    epsilons = noise.epsilons.values()
+    z = f"z = {levels[0]:.4g}" if len(levels) == 1 else \
+        f"z from {levels[0]:.4g} to {levels[-1]:.4g}"
+    spent = max(epsilons)
+    return (f"noise: every DP device adds {z}: epsilon <= {spent:.4g} per round at delta "
+            f"{noise.delta:g} ({noise.source})")
 
 
 def _design_predictor(method: str, predictor: Path | None):
@@ -488,14 +557,25 @@ def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | N
                                 f"{them} or use --method optimize")
     if workload_file is not None:
         if len(given) > 1:
-            raise InvalidInputError("give --workload or --epsilon/--target/--model/--ceiling/"
-                                    "--probe-rounds, not both: set the values in the workload "
-                                    "file")
+            raise InvalidInputError(f"give --workload or {given[0]}, not both: set the values "
+                                    "in the workload file")
         return load_workload(workload_file)
     with naming_options(options,
                         {", or None for the one the predictor knows":
                          ", or leave the option out for the one the predictor knows"}):
         return Workload(**{name: value for name, value in flags.items() if value is not None})
+
+
+def _optimized_and_judge(net, model, audit: StrangerAudit, **options):
+    """optimize's design, the reference designs by column label, and the predictor that
+    judges them all (the design's own, at its workload)."""
+    from ..design.report import reference_judge
+
+    with naming_options(_OPTIMIZE_OPTIONS, _OPTIMIZE_PHRASES):
+        chosen, topologies = _optimized(
+            net, model, audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
+            audit_model=audit.model, **options)
+    return chosen, topologies, reference_judge(chosen, model)
 
 
 def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
@@ -539,7 +619,8 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     else:
         console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices; optimize "
                       f"(predictor {chosen.predictor['name']}) started from "
-                      f"{chosen.stats['start']} and took {chosen.stats['moves_taken']} moves")
+                      f"{start_words(chosen.stats['start'])} and took "
+                      f"{chosen.stats['moves_taken']} moves")
     if chosen.topology.n_links <= 40:
         console.print(f"links (* non-social): {links}")
     else:
@@ -548,6 +629,8 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
                       f"non-social: {', '.join(non_social) or 'none'}"
                       " (all links: --output or --json)", soft_wrap=True)
     console.print(f"DP devices: {dp}")
+    if chosen.noise is not None and chosen.noise.noise_multipliers:
+        console.print(noise_line(chosen.noise))
     margin = chosen.stats.get("ndlf_margin")
     if margin is not None and margin["kept_ndlf"]:
         console.print(_kept_ndlf(margin))

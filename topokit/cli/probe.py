@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .._checks import check_output_path
+from .._checks import check_output_path, check_real
 from ..errors import InvalidInputError
 from ._common import (
     ExampleOpt,
@@ -25,6 +25,7 @@ from ._common import (
     print_json,
     resolve_network,
 )
+from .ceiling import DataLabelOpt, check_data_options, load_data_option
 
 __all__ = ["probe_command", "INDEX_NAME", "NETWORK_NAME"]
 
@@ -82,6 +83,38 @@ def _probe_table(index, folder: Path) -> Table:
     return table
 
 
+def _check_data_options(data: Path | None, label: str | None, skewness: float | None) -> None:
+    """--data with its --label; --skewness partitions --data, so only with it."""
+    check_data_options(data, label)
+    if skewness is not None and data is None:
+        raise InvalidInputError("--skewness partitions the labels of --data over the devices; "
+                                "give --data FILE --label COLUMN too, or drop --skewness")
+    if skewness is not None:
+        check_real(skewness, "--skewness", low=0, high=1)
+
+
+def _with_data_counts(net, data: Path | None, label: str | None, skewness: float | None,
+                      seed: int):
+    """``net`` with the class counts of --data's labels partitioned over its devices as
+    topokit's training partitions them (seed --seed): what the probes' heterogeneity
+    features describe.  A network that records class counts of its own is refused rather
+    than overwritten."""
+    if data is None:
+        return net
+    if net.class_counts is not None:
+        raise InvalidInputError(
+            "the network records class counts per device already; --data would replace "
+            "them: drop --data, or give a network file without class_counts")
+    from ..training import partition_class_counts
+    from ..training.user_data import check_rows_for_devices
+
+    table = load_data_option(data, label)
+    check_rows_for_devices(table, net.n_devices, str(data))
+    counts = partition_class_counts(table.y, net.n_devices, skewness, seed,
+                                    nodes=list(net.nodes))
+    return net.with_class_counts(counts)
+
+
 @handles_user_errors
 def probe_command(
     network: Path = NetworkArg,
@@ -95,6 +128,14 @@ def probe_command(
     workload_file: Path = typer.Option(
         None, "--workload", help="A workload JSON file (topokit.Workload.save): the probes are "
                                  "chosen for its noise, clipping, batch size and local steps."),
+    data: Path = typer.Option(
+        None, "--data", help="Your training data (a CSV, Parquet or NPZ table): the devices' "
+                             "class counts are its labels' partition over them (IID, or "
+                             "--skewness), which the predictor's features describe."),
+    label: str = DataLabelOpt,
+    skewness: float = typer.Option(
+        None, "--skewness", help="With --data: non-IID skewness K in [0, 1] of that partition "
+                                 "(default: IID)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Choose k topologies whose training runs calibrate a predictor best.
@@ -105,6 +146,9 @@ def probe_command(
     probe with your own stack, add one row per run to a table (columns
     network, topology, target, measured_rounds, horizon; index.csv gives the
     first two) and refit with `topokit calibrate runs.csv --refit default`.
+    With --data, the devices get the class counts of your labels' partition
+    (network.json records them), so the probes spread over the data's
+    heterogeneity too.
     """
     from ..design.workload import load_workload
     from ..validation.probes import FIXED_PROBES, probe_index, probe_topologies
@@ -112,13 +156,14 @@ def probe_command(
 
     check_seed_option(seed)
     check_predictor_option(predictor)
+    _check_data_options(data, label, skewness)
     inputs = [("the NETWORK file", network), ("the --predictor file", predictor_file(predictor)),
-              ("the --workload file", workload_file)]
+              ("the --workload file", workload_file), ("the --data file", data)]
     # The probes every run writes, now; the others, once chosen, before anything is written.
     _check_folder(output, inputs, (NETWORK_NAME, INDEX_NAME,
                                    *(f"{name}.json" for name in FIXED_PROBES)))
     check_network_file(network, design_run(["optimize"]), example=example)  # before reading
-    net = resolve_network(network, example)
+    net = _with_data_counts(resolve_network(network, example), data, label, skewness, seed)
     settings = None if workload_file is None else load_workload(workload_file)
     with naming_options(_PROBE_OPTIONS):
         probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import typer
 from rich import box
@@ -15,10 +16,10 @@ from .._checks import check_real
 from ..design import DEFAULT_AUDIT_ROUNDS
 from ..errors import InvalidInputError, TopokitError
 from ._common import (
+    DesignPredictorOpt,
     ExampleOpt,
     JsonOpt,
     NetworkArg,
-    PaperPredictorOpt,
     check_jobs_option,
     check_output_option,
     check_outputs_apart,
@@ -33,6 +34,10 @@ from ._common import (
     reporting_progress,
     resolve_network,
 )
+from .ceiling import DataLabelOpt, check_data_options, load_data_option
+
+if TYPE_CHECKING:
+    from ..training.user_data import TableData
 
 __all__ = ["validate_command", "calibrate_command", "parse_targets"]
 
@@ -98,12 +103,16 @@ def _summary_tables(result, title: str, max_rows: int = 40) -> tuple[_Noted, _No
     by_topology = list(summary.groupby("topology", sort=False))
     shown, hidden = by_topology[:max_rows], len(by_topology) - max_rows
     more = f"; {hidden} more topologies in the runs table" if hidden > 0 else ""
-    return _predicted_table(shown, title, summary, more), _measured_table(shown, more)
+    predictor = result.config.get("predictor_name", "paper")
+    return (_predicted_table(shown, title, summary, more, predictor),
+            _measured_table(shown, more))
 
 
-def _predicted_table(by_topology, title: str, summary, more: str) -> _Noted:
+def _predicted_table(by_topology, title: str, summary, more: str,
+                     predictor: str = "paper") -> _Noted:
     table = _compact_table(title)
-    note = ("L: local iterate (s); G': predicted global iterate (rounds); G'L: pseudo time "
+    note = (f"L: local iterate (s); G': global iterate (rounds) predicted by {predictor} (a "
+            "design file by its own predictor); G'L: pseudo time "
             f"(h); exposed: stranger pairs (of {int(summary['stranger_pairs'].iloc[0])}) the "
             "privacy audit finds exposed (mu = inf); mu: the worst finite stranger mu" + more)
     table.add_column("topology", no_wrap=True)
@@ -199,7 +208,8 @@ def _dataset_files(dataset: str) -> list[Path]:
 
 def _check_outputs_apart(output: Path | None, plot: Path | None, *, network: Path | None,
                          predictor: Path | None, workload_file: Path | None,
-                         dataset: str) -> None:
+                         dataset: str, data: Path | None = None,
+                         topology_files: Sequence[Path] = ()) -> None:
     """--output, the files beside it and --plot are none of validate's inputs (and not one
     another)."""
     from ..validation.core import curves_path, timings_path
@@ -211,24 +221,118 @@ def _check_outputs_apart(output: Path | None, plot: Path | None, *, network: Pat
     check_outputs_apart(
         [("--output", output), *beside, ("--plot", plot)],
         [("the NETWORK file", network), ("the --predictor file", predictor_file(predictor)),
-         ("the --workload file", workload_file),
-         *(("a file of --dataset", path) for path in _dataset_files(dataset))])
+         ("the --workload file", workload_file), ("the --data file", data),
+         *(("a file of --dataset", path) for path in _dataset_files(dataset)),
+         *(("a design file of --topologies", path) for path in topology_files)])
 
 
-def _check_network_size(network: Path | None, example: str | None, topologies: str,
+class _FileEntry(NamedTuple):
+    """A ``NAME=FILE`` (or ``FILE.json``) entry of --topologies: a saved design or topology
+    to train as it is."""
+
+    name: str
+    path: Path
+
+
+def _topology_entries(topologies: str) -> list[str | _FileEntry]:
+    """The comma-separated --topologies: spec strings (validate parses them) and design
+    files, in the order given.
+
+    Examples
+    --------
+    >>> entries = _topology_entries("ndlf, mine=out/design.json, random:2, b.json")
+    >>> [e if isinstance(e, str) else (e.name, e.path.as_posix()) for e in entries]
+    ['ndlf', ('mine', 'out/design.json'), 'random:2', ('b', 'b.json')]
+    """
+    entries: list[str | _FileEntry] = []
+    for part in filter(None, (p.strip() for p in topologies.split(","))):
+        name, equals, file = (text.strip() for text in part.partition("="))
+        if equals and not (name and file):
+            raise InvalidInputError(f"--topologies: {part!r} needs a name and a file, as in "
+                                    "mine=design.json")
+        if equals:
+            entries.append(_FileEntry(name, Path(file)))
+        elif part.lower().endswith(".json"):
+            entries.append(_FileEntry(Path(part).stem, Path(part)))
+        else:
+            entries.append(part)
+    return entries
+
+
+def _spec_strings(entries: Sequence[str | _FileEntry]) -> list[str]:
+    return [entry for entry in entries if isinstance(entry, str)]
+
+
+def _file_topology(net, entry: _FileEntry):
+    """The design (with its noise and predictor) or topology of a file, checked against
+    ``net``; errors name the entry (and, for one the network cannot carry, say so)."""
+    from ..network.formats import load_topology
+    from .design import _check_topology_path, _recorded_design
+
+    _check_topology_path(entry.path, "--topologies")
+    try:
+        topology = load_topology(entry.path)
+        design = _recorded_design(entry.path)
+    except TopokitError as exc:
+        raise type(exc)(f"--topologies {entry.name}: {exc}") from None
+    try:
+        topology.validate(net)
+        return topology if design is None else design
+    except TopokitError as exc:
+        raise type(exc)(
+            f"--topologies {entry.name}: {entry.path} does not fit this network ({exc}); give "
+            "a design or topology made for it (topokit design NETWORK -o design.json)"
+        ) from None
+
+
+def _topologies_to_train(net, topologies: str, entries: Sequence[str | _FileEntry]):
+    """What validate trains over: --topologies as given, or, with design files among its
+    entries, a dict name -> spec string, the file's Design (trained with the noise it
+    decided, predicted by its own predictor) or its Topology (in the order given)."""
+    if not any(isinstance(entry, _FileEntry) for entry in entries):
+        return topologies
+    names = [entry.name if isinstance(entry, _FileEntry) else entry for entry in entries]
+    twice = next((name for k, name in enumerate(names) if name in names[:k]), None)
+    if twice is not None:  # a dict would keep the last silently
+        raise InvalidInputError(f"--topologies: topology names must be unique; {twice!r} "
+                                "appears twice (name a file as NAME=FILE)")
+    return {name: _file_topology(net, entry) if isinstance(entry, _FileEntry) else entry
+            for name, entry in zip(names, entries, strict=True)}
+
+
+def _check_network_size(network: Path | None, example: str | None, specs: list[str],
                         audit_rounds: int) -> None:
     """Refuse, before it is read, a network file too large to load, design the
-    --topologies on (AutoTag for autotag and erg, optimize) and audit, in the memory
-    available."""
+    --topologies ``specs`` on (AutoTag for autotag and erg, optimize) and audit, in the
+    memory available."""
     from ..validation.core import parse_topology_specs
     from ._sizes import check_network_file, design_run
 
     with naming_options(_VALIDATE_OPTIONS, _VALIDATE_PHRASES):
-        kinds = {spec.kind for spec in parse_topology_specs(topologies)}
+        kinds = {spec.kind for spec in parse_topology_specs(specs)} if specs else set()
     methods = [method for method, asking in (("autotag", {"autotag", "erg"}),
                                              ("optimize", {"optimize"})) if kinds & asking]
     check_network_file(network, design_run(methods, audit_rounds=audit_rounds),
                        example=example)
+
+
+def _check_data_source(data: Path | None, label: str | None, dataset: str | None) -> None:
+    """--data with its --label, or --dataset: one source of training data."""
+    check_data_options(data, label)
+    if data is not None and dataset is not None:
+        raise InvalidInputError(f"give --data {data} (your own table) or --dataset {dataset}, "
+                                "not both")
+
+
+def _user_data(data: Path | None, label: str | None, net):
+    """The --data table (None without it), with rows enough for the network's devices."""
+    if data is None:
+        return None
+    from ..training.user_data import check_rows_for_devices
+
+    table = load_data_option(data, label)
+    check_rows_for_devices(table, net.n_devices, str(data))
+    return table
 
 
 @handles_user_errors
@@ -237,11 +341,17 @@ def validate_command(
     example: str = ExampleOpt,
     topologies: str = typer.Option(
         "autotag,ndlf,dlfdp,erg", "--topologies", "-t",
-        help="Comma-separated: autotag, ndlf, dlfdp, erg, random:K (K random valid topologies).",
+        help="Comma-separated: optimize, autotag, ndlf, dlfdp, erg, random:K (K random valid "
+             "topologies), NAME=FILE or FILE.json (a design or topology file, trained as it "
+             "is, named NAME or the file's stem).",
     ),
     dataset: str = typer.Option(
-        "digits", "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR."
+        None, "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR [default: digits]."
     ),
+    data: Path = typer.Option(
+        None, "--data", help="Your own training data instead of --dataset: a CSV, Parquet or "
+                             "NPZ table, one row per example (features standardised)."),
+    label: str = DataLabelOpt,
     targets: str = typer.Option(
         None, "--targets",
         help="Target accuracies in (0, 1] [default: 0.85,0.9, or the workload's target]."),
@@ -252,7 +362,7 @@ def validate_command(
     skewness: float = typer.Option(
         None, "--skewness", help="Non-IID skewness K in [0, 1] (default: IID)."
     ),
-    predictor: Path = PaperPredictorOpt,
+    predictor: Path = DesignPredictorOpt,
     n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Parallel workers (-1: all cores)."),
     scheduler: str = typer.Option(
         None, "--scheduler", help="Dask scheduler address: train on that cluster."),
@@ -284,8 +394,12 @@ def validate_command(
 
     check_plot_path(plot)
     _check_runs_output(output)
+    _check_data_source(data, label, dataset)
+    dataset = "digits" if dataset is None else dataset
+    entries = _topology_entries(topologies)
     _check_outputs_apart(output, plot, network=network, predictor=predictor,
-                         workload_file=workload_file, dataset=dataset)
+                         workload_file=workload_file, dataset=dataset, data=data,
+                         topology_files=[e.path for e in entries if isinstance(e, _FileEntry)])
     check_predictor_option(predictor)
     check_seed_option(seed)
     check_jobs_option(n_jobs)
@@ -298,13 +412,15 @@ def validate_command(
     if workload_file is not None and given:
         raise InvalidInputError(f"{' and '.join(given)} come from --workload; drop them (set "
                                 "them in the workload file)")
-    _check_network_size(network, example, topologies, audit_rounds)
+    _check_network_size(network, example, _spec_strings(entries), audit_rounds)
     net = resolve_network(network, example)
+    table = _user_data(data, label, net)
     model = load_predictor(str(predictor)) if predictor else None
     train_kwargs = {} if rounds is None else {"rounds": rounds}
     if skewness is not None:
         train_kwargs["partition"] = skewness
-    arguments = dict(topologies=topologies, dataset=dataset,
+    arguments = dict(topologies=_topologies_to_train(net, topologies, entries), dataset=dataset,
+                     X=None if table is None else table.X, y=None if table is None else table.y,
                      targets=None if targets is None else parse_targets(targets),
                      trials=trials, seed=seed, predictor=model, n_jobs=n_jobs, output=output,
                      scheduler=scheduler, audit_rounds=audit_rounds, resume=not restart,
@@ -317,19 +433,44 @@ def validate_command(
         result = validate(net, progress=report, **arguments)
     if plot is not None:
         result.plot(plot)
+    used = None if table is None else _DataUsed(data, label, table)
     if as_json:
-        print_json({**result.to_dict(), "output": str(output),
-                    "plot": None if plot is None else str(plot)})
-        return
-    name = net.name or network
-    _print_tables(*_summary_tables(result, f"{name}: {net.n_devices} devices, {trials} "
+        _print_validation_json(result, used, output, plot)
+    else:
+        _print_validation(result, net.name or network, net.n_devices, trials, used, output,
+                          plot)
+
+
+class _DataUsed(NamedTuple):
+    """The --data table validate trained on, for the report."""
+
+    path: Path
+    label: str
+    table: TableData
+
+
+def _print_validation_json(result, used: _DataUsed | None, output: Path | None,
+                           plot: Path | None) -> None:
+    record = result.to_dict()
+    if used is not None:  # validate names data given as arrays "custom"; here it has a file
+        record["config"] = {**record["config"], "dataset": str(used.path), "label": used.label}
+    print_json({**record, "output": str(output), "plot": None if plot is None else str(plot)})
+
+
+def _print_validation(result, name, n_devices: int, trials: int, used: _DataUsed | None,
+                      output: Path | None, plot: Path | None) -> None:
+    """The tables of what validate measured, and the files it wrote."""
+    from ..validation.core import NOMINAL_EPSILON_NOTE, curves_path, timings_path
+
+    if used is not None:  # above the tables, whose titles wrap at their own width
+        X, classes = used.table.X, used.table.classes
+        console.print(escape(f"trained on {used.path} (label {used.label!r}): {X.shape[0]} "
+                             f"rows, {X.shape[1]} features, {classes.size} classes"),
+                      highlight=False)
+    _print_tables(*_summary_tables(result, f"{name}: {n_devices} devices, {trials} "
                                             "trial(s) per topology"), _correlation_table(result))
     if not result.frame["dp_formal"].astype(bool).all():
-        from ..validation.core import NOMINAL_EPSILON_NOTE
-
         console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
-    from ..validation.core import curves_path, timings_path
-
     if output is not None:
         console.print(f"wrote {len(result.frame)} rows to {output} "
                       f"(accuracy curves: {curves_path(output)}, wall-clock times: "

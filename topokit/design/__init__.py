@@ -16,7 +16,8 @@ module                   what it holds
 :mod:`.features`         what a topology does to training: mixing, DP noise, heterogeneity
 :mod:`.time_predictor`   :class:`TrainingTimePredictor`, :func:`load_predictor`
 :mod:`._autotag`         :func:`autotag` (Algorithm 2)
-:mod:`.result`           :class:`Design`, what every design method returns
+:mod:`.result`           :class:`Design`, what every design method returns; :func:`load_design`
+:mod:`.noise`            :class:`~.noise.DesignNoise`: the noise a design's DP devices add
 :mod:`._optimize`        :func:`optimize`: the design a training-time predictor judges fastest
 :mod:`.baselines`        NDLF, DLFDP, ERG, random topologies, the exhaustive optimum
 :mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
@@ -64,6 +65,7 @@ _SEARCH_AND_JUDGE = {
     "Metrics": "metrics", "evaluate": "metrics",
     "GlobalIteratePredictor": "predictor",
     "PHASES": "result", "Candidate": "result", "Design": "result", "Trace": "result",
+    "load_design": "result", "DESIGN_FORMAT": "result",
     "TrainingTimePredictor": "time_predictor", "load_predictor": "time_predictor",
     "predict_topology": "time_predictor", "predictor_at_workload": "time_predictor",
     "shipped_predictor_for": "time_predictor", "workload_ceiling": "time_predictor",
@@ -131,6 +133,7 @@ __all__ = [
     "default_mixing",
     "check_ndlf_margin",
     "Design",
+    "load_design",
     "Candidate",
     "Trace",
     "PHASES",

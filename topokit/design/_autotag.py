@@ -26,6 +26,7 @@ from ..network.core import Network, Topology
 from . import _autotag_kernels as _incremental
 from ._autotag_plain import plain_budget
 from .metrics import evaluate
+from .noise import untold_noise
 from .predictor import GlobalIteratePredictor
 from .result import PHASES, Candidate, Design, Trace
 
@@ -266,13 +267,15 @@ def autotag(
     selection = _select(results)
     candidates = _candidates(net, problem, predictor, results, selection.steps)
     stats = _stats(problem, results, started)
+    chosen = candidates[selection.n].topology
     return Design(
-        topology=candidates[selection.n].topology,
+        topology=chosen,
         metrics=candidates[selection.n].metrics,
         candidates=candidates,
         n=selection.n,
         trace=_trace(net, problem, results) if trace else None,
         stats=stats,
+        noise=untold_noise(sorted(chosen.dp_devices, key=net.index.__getitem__)),
     )
 
 
@@ -305,7 +308,8 @@ def _single_device_design(net: Network, predictor: GlobalIteratePredictor | None
     if progress is not None:
         progress(2, 2)
     return Design(topology=empty, metrics=metrics, candidates=candidates, n=0,
-                  stats={"n_devices": 1, "seconds": time.perf_counter() - started})
+                  stats={"n_devices": 1, "seconds": time.perf_counter() - started},
+                  noise=untold_noise([]))
 
 
 # ---------------------------------------------------------------------------------------------

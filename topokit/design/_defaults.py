@@ -10,3 +10,7 @@ predictors, that is scikit-learn; ``topokit --help`` should not.
 #: siot32's AutoTag design the worst finite stranger mu at 50 rounds is within 1e-9 of
 #: its 1,000-round value.
 DEFAULT_AUDIT_ROUNDS = 50
+
+#: Names :func:`~topokit.design.time_predictor.load_predictor` knows besides file paths:
+#: eq. (15) and the shipped fits (the HTTP service accepts exactly these).
+PREDICTOR_NAMES = ("default", "paper", "mlp", "workload")

@@ -127,6 +127,7 @@ from ._autotag import autotag
 from .baselines import dlfdp, erg, ndlf
 from .features import FeatureSettings, TopologyFeatures, check_class_counts, features_of_arrays
 from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
+from .noise import DesignNoise, decided_noise, untold_noise
 from .predictor import GlobalIteratePredictor
 from .result import Candidate, Design
 from .time_predictor import (
@@ -876,9 +877,12 @@ def _optimize(net: Network, options: OptimizeOptions):
         stats["workload"] = {**_workload_record(net, model, topology, options.workload,
                                                 options.class_counts, told),
                              "decided_by": decided}
-    design = _design(objective, description, topology, score, reference, stats)
+    noise = _noise_record(model, options.workload, topology, net, stats.get("stranger_bound"))
+    design = _design(objective, description, topology, score, reference, stats, noise)
     if not np.isfinite(design.metrics.pseudo_time):
         _warn_never_reached(objective)
+    if options.workload is not None and objective.bound is None:
+        _warn_exposed(design)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
 
 
@@ -1031,6 +1035,24 @@ def _warn_never_reached(objective: _Objective) -> None:
         f"{cause}no design optimize found is predicted to reach the target accuracy "
         "(metrics.pseudo_time is inf); loosen max_stranger_mu or the DP budget, or check the "
         "predictor's settings", TopokitWarning, stacklevel=4)
+
+
+def _warn_exposed(design: Design) -> None:
+    """One line when a design told an epsilon has no DP device and so leaves its stranger
+    pairs exposed: the epsilon protects what DP devices send, and there are none."""
+    import warnings
+
+    from ..errors import StrangersExposedWarning
+
+    metrics = design.metrics
+    if metrics.n_dp_devices or not metrics.exposed_pairs:
+        return
+    warnings.warn(
+        f"the design has no DP device, so the workload's epsilon protects nothing it sends: "
+        f"{metrics.exposed_pairs} of its {metrics.stranger_pairs} stranger pairs receive a "
+        "device's data with no noise on the way; to protect strangers, give max_stranger_mu, "
+        "the largest mu any stranger pair may have (topokit design --max-stranger-mu)",
+        StrangersExposedWarning, stacklevel=4)
 
 
 def _stranger_bound(model: Any, max_stranger_mu: Any, audit_rounds: Any,
@@ -1293,11 +1315,35 @@ def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate
 
 
 def _design(objective: _Objective, description: dict, topology: Topology, score: _Score,
-            reference: Design | None, stats: dict) -> Design:
+            reference: Design | None, stats: dict, noise: DesignNoise) -> Design:
     net = objective.net
     if objective.class_counts is not None:
         net = net.with_class_counts(objective.class_counts)
     predictor = _with_noise(objective.predictor, score.noise, score.device_noise)
+    if predictor is not objective.predictor:  # judged at the bound's noise: say so
+        description = {**description, "settings": predictor.feature_settings.to_dict()}
     return Design(topology=topology, metrics=evaluate(net, topology, predictor),
                   candidates=_rescored(objective, net, reference),
-                  n=len(topology.dp_devices), stats=stats, predictor=description)
+                  n=len(topology.dp_devices), stats=stats, predictor=description, noise=noise)
+
+
+def _noise_record(model: Any, workload: Workload | None, topology: Topology, net: Network,
+                  bound: dict[str, Any] | None) -> DesignNoise:
+    """Each DP device's noise, decided once (:mod:`topokit.design.noise`): the z of the
+    workload's epsilon and delta (else the predictor's, else training's default), raised
+    to the stranger bound's levels where it has them, never below."""
+    dp = sorted(topology.dp_devices, key=net.index.__getitem__)
+    if workload is not None:
+        base, delta = workload.resolved_noise_multiplier, workload.delta
+        epsilon = workload.epsilon if workload.noise_multiplier is None else None
+        source = ("the workload's epsilon" if epsilon is not None else
+                  "the workload's noise multiplier")
+    else:  # the predictor's z (training's default for eq. 15, which counts no noise)
+        base = getattr(model, "feature_settings", FeatureSettings()).noise_multiplier
+        untold = untold_noise(dp, base)
+        delta, epsilon, source = untold.delta, None, untold.source
+    levels = None if bound is None else bound.get("noise_multipliers")
+    if levels and any(levels[device] > base for device in dp):
+        source += f", raised to meet the stranger bound mu <= {bound['max_stranger_mu']:g}"
+    return decided_noise(dp, base=base, delta=delta, epsilon=epsilon, source=source,
+                         levels=levels)

@@ -25,8 +25,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_array, validate_data
 
-from .._io import atomic_write_text
-from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
+from .._io import atomic_write_text, read_json_file
+from ..errors import InputFileError, InvalidInputError
 
 __all__ = ["GlobalIteratePredictor", "PAPER_COEFFICIENTS", "PAPER_INTERCEPT", "FEATURES"]
 
@@ -187,18 +187,7 @@ class GlobalIteratePredictor(RegressorMixin, BaseEstimator):
     def load(cls, path: str | Path) -> GlobalIteratePredictor:
         """Read a predictor written by :meth:`save`."""
         path = Path(path)
-        if not path.exists():
-            raise InputFileNotFoundError(f"no such predictor file: {path}")
-        if path.is_dir():
-            raise InputFileError(f"{path} is a directory; expected a predictor JSON file")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputFileError(
-                f"{path}: malformed JSON: {exc.msg} (line {exc.lineno})"
-            ) from None
-        except UnicodeDecodeError:
-            raise InputFileError(f"{path}: not a UTF-8 text file") from None
+        data = read_json_file(path, "predictor")
         try:
             return cls.from_dict(data)
         except InvalidInputError as exc:

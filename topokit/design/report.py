@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError
 
-__all__ = ["StrangerAudit", "STRANGER_KEYS", "baseline_topologies", "metric_columns"]
+__all__ = ["StrangerAudit", "STRANGER_KEYS", "baseline_topologies", "metric_columns",
+           "reference_judge", "design_record"]
 
 #: The privacy audit's summary entries that design and analyze show for every topology.
 STRANGER_KEYS = ("exposed_stranger_pairs", "stranger_mu_max")
@@ -62,15 +63,18 @@ def baseline_topologies(net, design, *, seed: int) -> dict[str, Any]:
 
 
 def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: StrangerAudit,
-                   chosen=None, progress: Callable[[int, int], Any] | None = None
+                   chosen=None, progress: Callable[[int, int], Any] | None = None,
+                   noise: Mapping[str, Mapping[Any, float]] | None = None
                    ) -> dict[str, dict[str, Any]]:
     """One column of metrics per topology, each with its stranger audit (if asked for).
 
-    A design made under a stranger bound (``chosen.stats["stranger_bound"]``) is
-    shown as optimize made it: its metrics and its audit at the noise it chose
-    (z*, or each DP device's own level).  ``progress(done, total)`` is called
+    optimize's design (``chosen``, column ``"optimize"``) is shown as optimize
+    made it: its metrics and its audit at the noise it decided (``Design.noise``;
+    in designs made before that record, a stranger bound's z* or each DP
+    device's own level).  ``progress(done, total)`` is called
     after each observer of each audit (total: topologies x devices), which is
-    where the time goes on large networks.
+    where the time goes on large networks.  ``noise`` (column -> device -> z)
+    audits a column at its own levels (a design file's) instead of the audit's z.
     """
     from ..design.metrics import evaluate
 
@@ -80,12 +84,44 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
     def column(k: int, name: str, topology) -> dict[str, Any]:
         observed = None if progress is None else (
             lambda done, _: progress(k * net.n_devices + done, total))
-        if bound is not None and name == "optimize":
+        if chosen is not None and name == "optimize":
+            if chosen.noise is not None:
+                levels = chosen.noise_multipliers
+            elif bound is not None:
+                levels = bound.get("noise_multipliers", bound["noise_multiplier"])
+            else:
+                levels = None
             return {**chosen.metrics.to_dict(),
-                    **audit.columns(net, chosen.topology, bound.get(
-                        "noise_multipliers", bound["noise_multiplier"]), observed)}
+                    **audit.columns(net, chosen.topology, levels, observed)}
         return {**evaluate(net, topology, predictor).to_dict(),
-                **audit.columns(net, topology, progress=observed)}
+                **audit.columns(net, topology, (noise or {}).get(name), observed)}
 
     return {name: column(k, name, topology)
             for k, (name, topology) in enumerate(topologies.items())}
+
+
+def reference_judge(chosen, given: Any = None):
+    """The predictor that judges the reference designs beside optimize's ``chosen``: the one
+    that judged it, at the workload it designed for (its record); else ``given`` (a name,
+    path or predictor; None: ``"default"``)."""
+    from ..design.time_predictor import KIND, TrainingTimePredictor, load_predictor
+
+    record = (chosen.predictor or {}).get("record") or {}
+    if record.get("kind") == KIND:
+        return TrainingTimePredictor.from_dict(record)
+    return load_predictor("default" if given is None else given)
+
+
+def design_record(net, method: str, chosen, columns: dict, audit: StrangerAudit
+                  ) -> dict[str, Any]:
+    """What a design run reports, the same from ``topokit design -o`` and the service: the
+    design's record (:meth:`~topokit.design.Design.to_dict`), the reference columns,
+    the audit's settings and the social links no design could use (infinite delay)."""
+    from ..design.result import DESIGN_FORMAT
+    from ..network.core import Topology
+
+    # Topology.to_dict writes the pairs as plain JSON values, as the design's own links.
+    unusable = Topology(net.unusable_social_links).to_dict()["edges"]
+    return {"format": DESIGN_FORMAT, "network": net.name, "method": method,
+            **chosen.to_dict(), "baselines": columns, "stranger_audit": audit.settings(),
+            "unusable_social_links": unusable}

@@ -8,17 +8,26 @@ Every design method returns a :class:`Design`: :func:`topokit.autotag`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._io import jsonable
+from .._checks import check_output_path
+from .._io import jsonable, read_json_file, write_json
+from ..errors import InputFileError, TopokitError
 from ..network.core import Topology
 from .metrics import Metrics
+from .noise import DesignNoise
 
-__all__ = ["Design", "Candidate", "Trace", "PHASES"]
+__all__ = ["Design", "Candidate", "Trace", "PHASES", "load_design", "DESIGN_FORMAT"]
+
+#: The ``"format"`` of a design file written by :meth:`Design.save` (and ``topokit design -o``).
+DESIGN_FORMAT = "topokit.design"
 
 #: Names of the construction phases, indexed by the phase codes of the trace.
 PHASES = ("CGP", "LCP", "NEP")
@@ -56,6 +65,13 @@ class Candidate:
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "phase": self.phase, "step": self.step,
                 "topology": self.topology.to_dict(), "metrics": self.metrics.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+        """The candidate of :meth:`to_dict`."""
+        return cls(n=int(data["n"]), topology=Topology.from_dict(data["topology"]),
+                   metrics=_metrics(data["metrics"]), phase=str(data["phase"]),
+                   step=int(data["step"]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,8 +146,15 @@ class Design:
         updates, fresh inverses, and the wall-clock ``seconds``.
     predictor : dict or None
         The predictor that judged the design: ``{"name": ..., "record": ...}``
-        (its name or path and its full JSON record); None for eq. (15) as
-        :func:`autotag` uses it by default.
+        (its name or path and its full JSON record, and under ``"settings"``
+        the training settings it judged at, where they differ from the
+        record's); None for eq. (15) as :func:`autotag` uses it by default.
+        :meth:`judge` rebuilds it, so that every surface predicts the design's
+        own time.
+    noise : DesignNoise or None
+        Each DP device's noise multiplier, decided once from the user's
+        epsilon and delta (:mod:`topokit.design.noise`): what training, the
+        exports and the audit of this design use.
     """
 
     topology: Topology
@@ -141,11 +164,37 @@ class Design:
     trace: Trace | None = None
     stats: dict = field(default_factory=dict, compare=False, hash=False)
     predictor: dict | None = field(default=None, compare=False, hash=False)
+    noise: DesignNoise | None = field(default=None, compare=False, hash=False)
 
     @property
     def dp_budget(self) -> int:
         """The chosen DP budget (the same as :attr:`n`)."""
         return self.n
+
+    @property
+    def noise_multipliers(self) -> dict:
+        """DP device -> the noise multiplier it trains with (:attr:`noise`; empty without).
+
+        >>> from topokit import load_example, optimize
+        >>> optimize(load_example("toy"), seed=0).noise_multipliers
+        {}
+        """
+        return {} if self.noise is None else dict(self.noise.noise_multipliers)
+
+    def judge(self) -> Any:
+        """The predictor that judged this design, at the settings it judged at.
+
+        ``evaluate(net, design.topology, design.judge())`` gives
+        :attr:`metrics` again: the one predicted time of this design,
+        whichever surface shows it.
+
+        >>> from topokit import evaluate, load_example, optimize
+        >>> net = load_example("toy")
+        >>> design = optimize(net, seed=0)
+        >>> evaluate(net, design.topology, design.judge()).pseudo_time == design.metrics.pseudo_time
+        True
+        """
+        return recorded_judge(self.predictor)
 
     def __repr__(self) -> str:
         """One line: what was chosen and by what; the full record is :meth:`to_dict`.
@@ -178,9 +227,60 @@ class Design:
             data["trace"] = self.trace.to_dict()
         if self.predictor is not None:
             data["predictor"] = jsonable(self.predictor)
+        if self.noise is not None:
+            data["noise"] = jsonable(self.noise.to_dict())
         if include_timings:
             data["timings"] = {"seconds": self.stats.get("seconds")}
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Design:
+        """The design of :meth:`to_dict` (or of a ``topokit design -o`` file).
+
+        The trace of every snapshot is not read back (``trace`` is None);
+        keys that ``topokit design`` adds (the network's name, the baselines'
+        columns) are ignored.
+
+        Raises
+        ------
+        InputFileError
+            A key missing or of the wrong kind, named.
+        """
+        if not isinstance(data, Mapping):
+            raise InputFileError(f"a design must be a JSON object; got {type(data).__name__}")
+        missing = [key for key in ("topology", "metrics", "n") if key not in data]
+        if missing:
+            raise InputFileError(f"not a design: no {missing[0]!r} key (write one with "
+                                 "Design.save or topokit design -o)")
+        try:
+            topology = Topology.from_dict(data["topology"])
+            noise = data.get("noise")
+            return cls(
+                topology=topology, metrics=_metrics(data["metrics"]),
+                candidates=tuple(Candidate.from_dict(c) for c in data.get("candidates", [])),
+                n=int(data["n"]), stats=dict(data.get("stats") or {}),
+                predictor=data.get("predictor"),
+                noise=None if noise is None else DesignNoise.from_dict(
+                    noise, list(topology.dp_devices)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputFileError(f"a design's record is malformed ({type(exc).__name__}: "
+                                 f"{exc}); write it with Design.save or topokit design -o"
+                                 ) from None
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the design as JSON to ``path`` (atomically); :func:`load_design` reads it.
+
+        The same design gives the same bytes (wall-clock times are left out).
+
+        >>> import tempfile, pathlib
+        >>> from topokit import load_example, optimize
+        >>> design = optimize(load_example("toy"), seed=0)
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "design.json"
+        >>> load_design(design.save(path)).topology == design.topology
+        True
+        """
+        target = check_output_path(path, "path")
+        return write_json(target, {"format": DESIGN_FORMAT, **self.to_dict()})
 
     def to_frame(self):
         """A pandas DataFrame with one row per budget n: the candidate's metrics."""
@@ -194,6 +294,85 @@ class Design:
         return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------
-# The problem as arrays
-# ---------------------------------------------------------------------------------------------
+def _metrics(data: Any) -> Metrics:
+    """Metrics from their JSON record (None, JSON's non-finite number, back to inf)."""
+    if not isinstance(data, Mapping):
+        raise InputFileError(f"a design's 'metrics' must be an object; got {type(data).__name__}")
+    known = [f.name for f in fields(Metrics)]
+    missing = [name for name in known[:11] if name not in data]  # the fields without default
+    if missing:
+        raise InputFileError(f"a design's 'metrics' has no {missing[0]!r}; write the design "
+                             "with Design.save or topokit design -o")
+    values = {key: (float("inf") if value is None else value)
+              for key, value in data.items() if key in known}
+    return Metrics(**values)
+
+
+def recorded_judge(description: Mapping[str, Any] | None) -> Any:
+    """The predictor a design records (``Design.predictor``), at the settings it judged at.
+
+    None (eq. 15 as :func:`autotag` uses it) gives the paper's predictor.
+    """
+    from .predictor import GlobalIteratePredictor
+    from .time_predictor import KIND, TrainingTimePredictor
+
+    if description is None:
+        return GlobalIteratePredictor()
+    record = description.get("record") if isinstance(description, Mapping) else None
+    kind = record.get("kind") if isinstance(record, Mapping) else None
+    if kind == KIND:
+        predictor = TrainingTimePredictor.from_dict(record)
+        settings = description.get("settings")
+        if settings is not None:
+            from .features import FeatureSettings
+
+            predictor = predictor.set_params(settings=FeatureSettings.from_dict(dict(settings)))
+        return predictor
+    if kind == "topokit.GlobalIteratePredictor":
+        return GlobalIteratePredictor.from_dict(dict(record))
+    raise InputFileError("the design's 'predictor' must be {'name': ..., 'record': a "
+                         "predictor's JSON} as topokit design writes it; got another object")
+
+
+def load_design(path: str | os.PathLike) -> Design:
+    """Read a design written by :meth:`Design.save` or ``topokit design -o``.
+
+    Parameters
+    ----------
+    path : path
+
+    Returns
+    -------
+    Design
+        Its topology, metrics, candidates, stats, predictor and noise (the
+        trace of every snapshot is not stored).
+
+    Raises
+    ------
+    InputFileNotFoundError
+        No file there.
+    InputFileError
+        Not JSON, or not a design (a plain topology or network file is named
+        as such); the message names the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from topokit import load_example, optimize
+    >>> design = optimize(load_example("toy"), seed=0)
+    >>> path = design.save(pathlib.Path(tempfile.mkdtemp()) / "design.json")
+    >>> load_design(path).metrics.pseudo_time == design.metrics.pseudo_time
+    True
+    """
+    path = Path(path)
+    data = read_json_file(path, "design")
+    if isinstance(data, dict) and "topology" not in data:
+        what = ("a network file" if "nodes" in data else
+                "a topology file" if "edges" in data else "not a design")
+        raise InputFileError(f"{path}: {what}, not a design (no \"topology\" key); write one "
+                             "with Design.save or topokit design -o")
+    try:
+        return Design.from_dict(data)
+    except TopokitError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
+

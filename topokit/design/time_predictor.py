@@ -52,11 +52,12 @@ from sklearn.utils.validation import (
 )
 
 from .._checks import brief, check_real
-from .._io import atomic_write_text
+from .._io import atomic_write_text, read_json_file
 from .._version import __version__
-from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
+from ..errors import InputFileError, InvalidInputError
 from ..network.core import Network, Topology
 from . import _varying
+from ._defaults import PREDICTOR_NAMES
 from .features import FeatureSettings, TopologyFeatures, topology_features
 from .predictor import GlobalIteratePredictor, _check_file_version
 from .workload import _REL_TOL, Workload, check_workload
@@ -142,8 +143,6 @@ DEFAULT_FEATURES = (
     "heterogeneity_disagreement",
 )
 
-#: Names :func:`load_predictor` knows besides file paths: eq. (15) and the shipped fits.
-PREDICTOR_NAMES = ("default", "paper", "mlp", "workload")
 #: The shipped fits: name -> the model whose runs it was fitted on.
 SHIPPED_PREDICTORS = {"default": "logreg", "mlp": "mlp"}
 #: The shipped fit of each of topokit's models (the inverse of :data:`SHIPPED_PREDICTORS`).
@@ -917,14 +916,7 @@ def _check_rounds(y: ArrayLike) -> NDArray[np.float64]:
 
 
 def _read_json(path: Path) -> Any:
-    if not path.exists():
-        raise InputFileNotFoundError(f"no such predictor file: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
-    except UnicodeDecodeError:
-        raise InputFileError(f"{path}: not a text file") from None
+    return read_json_file(path, "predictor")
 
 
 Predictor = GlobalIteratePredictor | TrainingTimePredictor

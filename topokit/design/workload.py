@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._checks import check_int, check_output_path, check_real
-from .._io import atomic_write_text
-from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
+from .._io import atomic_write_text, read_json_file
+from ..errors import InputFileError, InvalidInputError
 
 if TYPE_CHECKING:  # annotations only: the predictor module imports scikit-learn
     from .features import FeatureSettings
@@ -334,16 +334,7 @@ def load_workload(path: str | os.PathLike) -> Workload:
     'cnn'
     """
     path = Path(path)
-    if not path.exists():
-        raise InputFileNotFoundError(f"no such workload file: {path}")
-    if path.is_dir():
-        raise InputFileError(f"{path} is a directory; expected a workload JSON file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputFileError(f"{path}: not a UTF-8 text file") from None
+    data = read_json_file(path, "workload")
     if not isinstance(data, dict):
         raise InputFileError(f"{path}: expected a JSON object of workload fields; "
                              f"got {type(data).__name__}")

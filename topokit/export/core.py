@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+import warnings
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,11 +41,10 @@ from .._io import atomic_paths, dumps_json, jsonable
 from ..design.features import FeatureSettings
 from ..design.metrics import Metrics, evaluate
 from ..design.mixing import metropolis_hastings_topology
-from ..design.predictor import GlobalIteratePredictor
-from ..design.result import Design
-from ..design.time_predictor import KIND as TRAINING_TIME_KIND
+from ..design.noise import DEFAULT_DELTA, DesignNoise
+from ..design.result import Design, recorded_judge
 from ..design.time_predictor import TrainingTimePredictor
-from ..errors import InputFileError, InvalidInputError, TopokitError
+from ..errors import InputFileError, InvalidInputError, TopokitError, TopokitWarning
 from ..network.core import Network, Topology
 from ..network.examples import list_examples, load_example
 from ..network.formats import load_noise_multipliers, load_topology
@@ -74,17 +74,23 @@ _SIDECARS: dict[str, tuple[str, ...]] = {
 #: Where decentralizepy reads the edge file (commit a5d46be of 20 March 2024).
 DECENTRALIZEPY_READER = ("sacs-epfl/decentralizepy", "src/decentralizepy/graphs/Graph.py")
 
-_GLOBAL_ITERATE_KIND = "topokit.GlobalIteratePredictor"
-
 
 @dataclass(frozen=True)
 class _Noise:
-    """The noise multiplier of every DP device, and where it came from."""
+    """The noise multiplier of every DP device, and the privacy it was decided for."""
 
-    levels: dict[Hashable, float]     # DP device -> z
+    record: DesignNoise               # DP device -> z, with delta, epsilon and source
     common: float                     # z of the design's DP devices (z* under a bound)
-    source: str
     per_device: bool                  # the design recorded each device's own level
+    decided: bool = False             # decided by the design itself (Design.noise)
+
+    @property
+    def levels(self) -> dict[Hashable, float]:
+        return dict(self.record.noise_multipliers)
+
+    @property
+    def source(self) -> str:
+        return self.record.source
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ class _Source:
     net: Network
     stats: Mapping[str, Any]          # the design's stats (JSON keys for a file)
     noise: _Noise
-    predictor: Any                    # the predictor that judged the design
+    predictor: Any                    # the predictor that judged the design, at its noise
     predictor_name: str
     settings: FeatureSettings         # the training settings it was judged under
     settings_source: str              # where ``settings`` came from, in words
@@ -177,8 +183,14 @@ def export_design(design: Design | str | os.PathLike, path: str | os.PathLike,
         from the predictor that judged the design (``"predictor"``) at the
         design's noise levels (``"noise"``); and ``"time_ratio"``,
         decentralizepy's predicted time over the design's (null when either
-        never reaches the target).  The edge file carries no DP: pair it
-        with ``dp-plan``.
+        never reaches the target).  ``"deploy"`` says which weights to train
+        with: ``"decentralizepy"`` (its own, predicted as fast as the
+        design's or faster: the edge file is all it needs) or ``"design"``
+        (predicted faster than decentralizepy's: export ``mixing-csv`` or
+        ``mixing-npy`` and load W into the runtime); a
+        :class:`~topokit.errors.TopokitWarning` says so when the two
+        predicted times differ by more than 0.1%.  The edge file carries no
+        DP: pair it with ``dp-plan``.
     ``networkx-json``
         ``networkx.node_link_data(G, edges="edges")`` of the topology on every
         device: ``weight`` (W_ij) on each link; ``self_weight`` (W_ii), ``dp``
@@ -314,7 +326,7 @@ def _source(design: Any, net: Network | None) -> _Source:
         design.topology.validate(net)
         bound = design.stats.get("stranger_bound") or {}
         return _judged(design.topology, net, design.stats, bound.get("noise_multipliers"),
-                       design.predictor)
+                       design.predictor, design.noise)
     if isinstance(design, (str, os.PathLike)):
         return _file_source(Path(design), net)
     raise InvalidInputError("design must be a topokit Design or the path of a design file "
@@ -337,7 +349,9 @@ def _file_source(path: Path, net: Network | None) -> _Source:
     levels = load_noise_multipliers(path, net)  # its errors name the file
     stats = record.get("stats") if isinstance(record.get("stats"), dict) else {}
     try:
-        return _judged(topology, net, stats, levels, record.get("predictor"))
+        decided = (None if record.get("noise") is None else
+                   DesignNoise.from_dict(record["noise"], _dp_in_order(topology, net)))
+        return _judged(topology, net, stats, levels, record.get("predictor"), decided)
     except TopokitError as exc:
         raise type(exc)(f"{path}: {exc}") from None
 
@@ -355,37 +369,40 @@ def _named_network(record: Mapping[str, Any], path: Path) -> Network:
 
 
 def _judged(topology: Topology, net: Network, stats: Mapping[str, Any],
-            levels: Mapping[Hashable, Any] | None, description: Any) -> _Source:
-    """The source with the predictor that judged the design, its settings and its noise."""
-    predictor, name = _predictor(description)
+            levels: Mapping[Hashable, Any] | None, description: Any,
+            decided: DesignNoise | None = None) -> _Source:
+    """The source with the predictor that judged the design, its settings and its noise.
+
+    A design that decided its noise (``decided``, :mod:`topokit.design.noise`) records the
+    predictor as it judged it, so its own predicted time is the design's; an older one is
+    predicted at the noise it records.
+    """
+    predictor = recorded_judge(description)
+    name = "paper" if description is None else str(description.get("name", "recorded"))
     if isinstance(predictor, TrainingTimePredictor):
         settings, settings_source = predictor.feature_settings, f"the design's predictor ({name})"
     else:
         settings, settings_source = FeatureSettings(), "topokit's defaults (FeatureSettings)"
-    noise = _noise(topology, net, stats, levels, settings, settings_source)
+    if decided is not None:
+        common = max(decided.noise_multipliers.values(), default=settings.noise_multiplier)
+        noise = _Noise(decided, common, True, decided=True)
+    else:
+        noise = _noise(topology, net, stats, levels, settings, settings_source)
+        predictor = _at_noise(predictor, noise, net)
     return _Source(topology, net, stats, noise, predictor, name, settings, settings_source)
 
 
-def _predictor(description: Any) -> tuple[Any, str]:
-    """The predictor a design records (``{"name", "record"}``); None: eq. (15), as autotag."""
-    if description is None:
-        return GlobalIteratePredictor(), "paper"
-    record = description.get("record") if isinstance(description, Mapping) else None
-    kind = record.get("kind") if isinstance(record, Mapping) else None
-    name = str(description.get("name", "recorded")) if isinstance(description, Mapping) else ""
-    if kind == TRAINING_TIME_KIND:
-        return TrainingTimePredictor.from_dict(record), name
-    if kind == _GLOBAL_ITERATE_KIND:
-        return GlobalIteratePredictor.from_dict(dict(record)), name
-    raise InputFileError("the design's 'predictor' must be {'name': ..., 'record': a "
-                         "predictor's JSON} as topokit design writes it; got another object")
+def _dp_in_order(topology: Topology, net: Network) -> list[Hashable]:
+    """The topology's DP devices in the network's node order."""
+    return sorted(topology.dp_devices, key=net.index.__getitem__)
 
 
 def _noise(topology: Topology, net: Network, stats: Mapping[str, Any],
            levels: Mapping[Hashable, Any] | None, settings: FeatureSettings,
            settings_source: str) -> _Noise:
-    """Each DP device's noise multiplier: recorded levels, else z*, else the settings' z."""
-    dp = sorted(topology.dp_devices, key=net.index.__getitem__)
+    """Each DP device's noise multiplier in a design file written before designs decided
+    their noise: recorded levels, else z*, else the settings' z."""
+    dp = _dp_in_order(topology, net)
     bound = stats.get("stranger_bound")
     bound = bound if isinstance(bound, Mapping) else {}
     common = bound.get("noise_multiplier")
@@ -396,15 +413,21 @@ def _noise(topology: Topology, net: Network, stats: Mapping[str, Any],
         if missing:
             raise InvalidInputError(f"the design records no noise level for its DP device "
                                     f"{missing[0]!r}; export the design optimize returned")
-        return _Noise({device: check_real(levels[device], f"noise level of {device!r}", low=0)
-                       for device in dp},
-                      settings.noise_multiplier if common is None else common,
-                      "the design's per-device levels (stranger bound)", True)
+        return _Noise(_undecided({device: check_real(levels[device],
+                                                     f"noise level of {device!r}", low=0)
+                                  for device in dp},
+                                 "the design's per-device levels (stranger bound)"),
+                      settings.noise_multiplier if common is None else common, True)
     if common is not None:
-        return _Noise(dict.fromkeys(dp, common), common, "the design's z* (stranger bound)",
-                      False)
+        return _Noise(_undecided(dict.fromkeys(dp, common), "the design's z* (stranger bound)"),
+                      common, False)
     z = settings.noise_multiplier
-    return _Noise(dict.fromkeys(dp, z), z, settings_source, False)
+    return _Noise(_undecided(dict.fromkeys(dp, z), settings_source), z, False)
+
+
+def _undecided(levels: dict[Hashable, float], source: str) -> DesignNoise:
+    """The noise record of an older design file: its levels at training's default delta."""
+    return DesignNoise(levels, DEFAULT_DELTA, None, source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,12 +465,12 @@ def _decentralizepy(source: _Source) -> list[str | bytes]:
 
 def _prediction(source: _Source) -> dict[str, Any]:
     """The design's predicted time with its weights and with decentralizepy's."""
-    noise = source.noise
-    predictor = _at_noise(source, noise)
+    noise, predictor = source.noise, source.predictor
     runtime = metropolis_hastings_topology(source.topology, source.net)
     designed = evaluate(source.net, source.topology, predictor)
     metropolis = evaluate(source.net, runtime, predictor)
     ratio = metropolis.pseudo_time / designed.pseudo_time
+    deploy = _deploy(designed.pseudo_time, metropolis.pseudo_time, _design_weights(source))
     return {
         "runtime": "decentralizepy",
         "reader": f"{DECENTRALIZEPY_READER[0]}: {DECENTRALIZEPY_READER[1]} "
@@ -458,15 +481,50 @@ def _prediction(source: _Source) -> dict[str, Any]:
         "design": _predicted(designed, _design_weights(source)),
         "decentralizepy": _predicted(metropolis, "metropolis-hastings"),
         "time_ratio": ratio if math.isfinite(ratio) else None,
+        "deploy": deploy,
     }
 
 
-def _at_noise(source: _Source, noise: _Noise) -> Any:
-    """The design's predictor with the noise its DP devices add (eq. 15 ignores noise)."""
-    predictor = source.predictor
+#: Predicted times within this relative margin are the same time: nothing to choose.
+_SAME_TIME = 1e-3
+
+
+def _deploy(designed: float, runtime: float, weights: str) -> str:
+    """Which weights to train with: ``"decentralizepy"`` (its own Metropolis-Hastings, the
+    edge file is all it needs) or ``"design"`` (load the design's W into the runtime).
+
+    Warns when the two are predicted to differ by more than :data:`_SAME_TIME`: the runtime
+    then trains at another speed than the design's predicted time says.
+    """
+    faster = runtime < designed * (1 - _SAME_TIME)
+    if not faster and not runtime > designed * (1 + _SAME_TIME):
+        return "decentralizepy"  # the same predicted time (or neither reaches the target)
+    named = {"fastest": "fastest-mixing"}.get(weights, weights)  # optimize's short name
+    own = "the design's weights" if named == "the design's weights" else \
+        f"the design's {named} weights"
+    ratio = runtime / designed
+    times = (f"{_seconds(runtime)} against {_seconds(designed)}"
+             + (f", {ratio:.3g}x" if math.isfinite(ratio) else ""))
+    advice = ("deploy them as decentralizepy does; the edge file is all it needs" if faster
+              else "export mixing-csv or mixing-npy and load the design's weights into your "
+                   "runtime to keep them")
+    # stacklevel 5: _deploy, _prediction, _decentralizepy, export_design, the user's call
+    warnings.warn(f"decentralizepy's Metropolis-Hastings weights are predicted "
+                  f"{'faster' if faster else 'slower'} than {own} ({times}): {advice}",
+                  TopokitWarning, stacklevel=5)
+    return "decentralizepy" if faster else "design"
+
+
+def _seconds(time: float) -> str:
+    return f"{time:.4g} s" if math.isfinite(time) else "never reaching the target"
+
+
+def _at_noise(predictor: Any, noise: _Noise, net: Network) -> Any:
+    """An older design's predictor with the noise its DP devices add (eq. 15 ignores it)."""
     if not isinstance(predictor, TrainingTimePredictor) or not noise.levels:
         return predictor
-    device = (tuple(noise.levels.get(node, 0.0) for node in source.net.nodes)
+    levels = noise.levels
+    device = (tuple(levels.get(node, 0.0) for node in net.nodes)
               if noise.per_device else None)
     settings = replace(predictor.feature_settings, noise_multiplier=noise.common,
                        device_noise_multipliers=device)
@@ -520,32 +578,47 @@ def _workload_plan(source: _Source) -> tuple[FeatureSettings, _Noise, str]:
         z = workload.resolved_noise_multiplier
     except TopokitError as exc:
         raise type(exc)(f"the design's recorded workload (stats.workload): {exc}") from None
+    if source.noise.decided:  # the design decided its noise from the workload already
+        return settings, source.noise, "the design's workload"
     levels = {device: max(level, z) for device, level in source.noise.levels.items()}
-    noise = _Noise(levels, max(source.noise.common, z), "the design's workload (at least "
-                   f"{source.noise.source})", source.noise.per_device)
+    noise = _Noise(DesignNoise(levels, workload.delta,
+                               workload.epsilon if workload.noise_multiplier is None else None,
+                               f"the design's workload (at least {source.noise.source})"),
+                   max(source.noise.common, z), source.noise.per_device)
     return settings, noise, "the design's workload"
 
 
 def _dp_plan(source: _Source) -> list[str | bytes]:
     net = source.net
+    if not source.topology.dp_devices:  # a plan of no noise would read as a plan of privacy
+        raise InvalidInputError(
+            "the design has no DP device, so there is no DP-SGD to plan: every device trains "
+            "without clipping or noise; design with max_stranger_mu (topokit design "
+            "--max-stranger-mu) for DP devices, or export the topology alone (mixing-csv)")
     settings, noise, settings_source = _workload_plan(source)
     rows = None if net.class_counts is None else net.class_counts.sum(axis=1)
+    levels, epsilons = noise.levels, noise.record.epsilons
     devices = []
     for i, node in enumerate(net.nodes):
-        dp = node in noise.levels
+        dp = node in levels
         size = None if rows is None else int(rows[i])
         devices.append({
             "id": node, "index": i, "dp": dp,
-            "noise_multiplier": noise.levels[node] if dp else None,
+            "noise_multiplier": levels[node] if dp else None,
+            "epsilon": epsilons[node] if dp else None,
+            "delta": noise.record.delta if dp else None,
             "max_grad_norm": settings.max_grad_norm if dp else None,
             "batch_size": settings.batch_size, "rows": size,
             "sampling_rate": None if size is None else min(1.0, settings.batch_size / size),
         })
+    accounting = noise.record.to_dict()
     plan = {
         "format": "topokit.dp-plan", "version": 1, "network": net.name,
         "settings": {"max_grad_norm": settings.max_grad_norm, "batch_size": settings.batch_size,
                      "local_steps": settings.local_steps, "source": settings_source},
         "noise_source": noise.source,
+        "accounting": {key: accounting[key] for key in
+                       ("unit", "delta", "sampling_rate", "mechanism", "workload_epsilon")},
         "devices": devices,
     }
     return [dumps_json(plan)]

@@ -14,6 +14,9 @@ Their files are read and written by :mod:`topokit.network.formats`.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +31,7 @@ from ..errors import (
     InvalidInputError,
     InvalidTopologyError,
     NodeNotFoundError,
+    UnusableSocialLinksWarning,
 )
 from . import physical
 
@@ -81,6 +85,16 @@ class Topology:
         most 1 (to round-off, 1e-12), so that its self-weight is >= 0.  Stored
         as a tuple aligned with :attr:`edges`.  None (default): the
         Lazy-Metropolis weights of DeepPrivacy eq. (4).
+
+    Attributes
+    ----------
+    edges : tuple of (u, v)
+        The links, sorted, each pair in the order of :func:`canonical_pair`.
+    dp_devices : frozenset
+    weights : tuple of float or None
+        One weight per link, **aligned with** :attr:`edges` (``weights[k]`` is
+        the weight of ``edges[k]``), not a mapping: look a link up with
+        :attr:`weights_by_edge`.  None: Lazy-Metropolis.
 
     Raises
     ------
@@ -176,6 +190,31 @@ class Topology:
         True
         """
         return Topology(self.edges, self.dp_devices, weights)
+
+    @property
+    def weights_by_edge(self) -> dict[tuple[Hashable, Hashable], float] | None:
+        """The link weights as a dict {(u, v): w} over :attr:`edges`; None without weights.
+
+        Keys are the pairs of :attr:`edges`, in the order of
+        :func:`canonical_pair` (look up ``canonical_pair(u, v)`` for a link
+        named either way).  The dict is the mapping form :class:`Topology`
+        accepts, so ``Topology(t.edges, t.dp_devices, t.weights_by_edge)`` is
+        ``t``; :attr:`weights` is the same numbers as a tuple aligned with
+        :attr:`edges`.
+
+        Examples
+        --------
+        >>> path = Topology([(1, 0), (1, 2)], weights={(0, 1): 0.5, (2, 1): 0.25})
+        >>> path.weights_by_edge
+        {(0, 1): 0.5, (1, 2): 0.25}
+        >>> path.weights_by_edge[canonical_pair(2, 1)]
+        0.25
+        >>> Topology([(0, 1)]).weights_by_edge is None  # Lazy-Metropolis
+        True
+        """
+        if self.weights is None:
+            return None
+        return dict(zip(self.edges, self.weights, strict=True))
 
     @property
     def n_links(self) -> int:
@@ -700,6 +739,13 @@ class Network:
         different lengths, NaN / inf, negative or fractional counts, or a
         device with no data (the message names the node).
 
+    Warns
+    -----
+    UnusableSocialLinksWarning
+        Once per network (not again for its copies :meth:`with_topology` and
+        :meth:`with_class_counts`): social links with infinite delay, which
+        no topology can use; :attr:`unusable_social_links` lists them.
+
     Examples
     --------
     >>> import networkx as nx, numpy as np
@@ -741,6 +787,45 @@ class Network:
         self.physical_model = dict(physical_model) if physical_model else None
         self.class_counts = None if class_counts is None else self._check_counts(class_counts)
         self.topology = None if topology is None else topology.validate(self)
+        if not getattr(self, "_announced", False):  # a copy's links were announced already
+            self._warn_unusable_social_links()
+
+    @property
+    def unusable_social_links(self) -> list[tuple[Hashable, Hashable]]:
+        """The social links with infinite delay, which the physical network cannot carry.
+
+        No topology may use them (NDLF and every design leave them out).  Each
+        pair in a canonical order, sorted as :attr:`Topology.edges`.
+
+        Examples
+        --------
+        >>> import networkx as nx, numpy as np
+        >>> delay = np.full((3, 3), 5.0)
+        >>> delay[0, 2] = delay[2, 0] = np.inf
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     net = Network(nx.complete_graph(3), [10, 10, 10], delay)
+        >>> net.unusable_social_links
+        [(0, 2)]
+        """
+        pairs = {canonical_pair(u, v) for u, v in self.social.edges
+                 if not np.isfinite(self.delay[self.index[u], self.index[v]])}
+        return sorted(pairs, key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1])))
+
+    def _warn_unusable_social_links(self) -> None:
+        """Say once, as the network is built, that its infinite-delay social links are dropped."""
+        links = self.unusable_social_links
+        if not links:
+            return
+        shown = ", ".join(f"{u}-{v}" for u, v in links[:_SHOWN_LINKS])
+        more = f", and {len(links) - _SHOWN_LINKS} more" if len(links) > _SHOWN_LINKS else ""
+        warnings.warn(
+            f"{len(links)} social link{'s' if len(links) > 1 else ''} "
+            f"{'have' if len(links) > 1 else 'has'} infinite delay and cannot be used "
+            f"({shown}{more}); NDLF and every design leave them out; give them a finite delay "
+            "if the devices can talk",
+            UnusableSocialLinksWarning, stacklevel=_caller_stacklevel())
 
     def _check_counts(self, class_counts: ArrayLike | Mapping) -> NDArray[np.float64]:
         counts = class_count_matrix(class_counts, self.n_devices, nodes=self.nodes,
@@ -896,11 +981,15 @@ class Network:
         return self._copy(topology=self.topology, class_counts=class_counts)
 
     def _copy(self, *, topology: Topology | None, class_counts: Any) -> Network:
-        return Network(
+        copy = Network.__new__(Network)
+        # The same social links and delays: their warning was given when this one was built.
+        copy._announced = True
+        copy.__init__(
             self.social, self.compute_time, self.delay, positions=self.positions,
             topology=topology, name=self.name, physical_model=self.physical_model,
             class_counts=class_counts,
         )
+        return copy
 
     def __repr__(self) -> str:
         label = f"{self.name!r}, " if self.name else ""
@@ -924,6 +1013,21 @@ class Network:
         )
 
     __hash__ = None  # mutable graph inside
+
+
+#: Infinite-delay social links a warning names before it says "and N more".
+_SHOWN_LINKS = 3
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the caller of this function that points
+    at the user's line: the first frame outside topokit (a network is built through
+    several layers: the constructor, :meth:`Network.from_positions`, the file readers)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _optional_equal(a: NDArray | None, b: NDArray | None) -> bool:

@@ -649,11 +649,12 @@ def _topology_file_data(path: Path) -> Any:
 def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, float] | None:
     """The per-device noise multipliers a design file records, keyed by ``net``'s devices.
 
-    :func:`topokit.optimize` under ``max_stranger_mu`` chooses each DP device's
-    own level (``stats["stranger_bound"]["noise_multipliers"]``); a design file
-    written by ``topokit design -o`` stores them with JSON's string keys.  This
-    maps them back to the network's node ids, for
-    ``DPConfig(noise_multiplier=...)`` and ``privacy_audit(noise_multiplier=...)``.
+    A design decides each DP device's noise multiplier once, from the user's
+    epsilon and delta and any stranger bound (``Design.noise``,
+    :mod:`topokit.design.noise`); a design file written by ``topokit design
+    -o`` or ``Design.save`` stores them with JSON's string keys.  This maps
+    them back to the network's node ids, for ``DPConfig(noise_multiplier=...)``
+    and ``privacy_audit(noise_multiplier=...)``.
 
     Parameters
     ----------
@@ -665,14 +666,17 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
     Returns
     -------
     dict or None
-        device -> z; None when the file records no per-device levels (a design
-        not made under a stranger bound, or a plain topology file).
+        device -> z: the noise every DP device of the design trains with, as
+        the design decided it (its ``"noise"``; in files written before that
+        record, the stranger bound's levels).  None when the file records no
+        levels (a plain topology file, or an older design made without a
+        stranger bound).
 
     Raises
     ------
     InputFileError
         The file is neither a design nor a topology (a network file is named
-        as one), its ``stats``, ``stranger_bound`` or ``noise_multipliers``
+        as one), its ``noise`` (or ``stats``, ``stranger_bound``) or ``noise_multipliers``
         is not a JSON object, a level is not a finite number >= 0, or a
         recorded device is not in ``net`` (or two of ``net``'s devices print
         the same, so a key is ambiguous).
@@ -683,7 +687,7 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
     >>> from topokit import load_example
     >>> net = load_example("toy")
     >>> design = {"topology": {"edges": [["A", "B"]], "dp_devices": ["A", "B"]},
-    ...           "stats": {"stranger_bound": {"noise_multipliers": {"A": 4.0, "B": 3.5}}}}
+    ...           "noise": {"noise_multipliers": {"A": 4.0, "B": 3.5}}}
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = Path(folder) / "design.json"
     ...     _ = path.write_text(json.dumps(design))
@@ -721,15 +725,31 @@ def load_noise_multipliers(path: str | Path, net: Network) -> dict[Hashable, flo
     return out
 
 
+#: Where a design file records its DP devices' noise multipliers: the design's decided noise
+#: (``Design.noise``), else, in files written before it, the stranger bound's levels.
+_LEVEL_RECORDS = (("noise", "noise_multipliers"),
+                  ("stats", "stranger_bound", "noise_multipliers"))
+
+
 def _recorded_levels(design: dict, path: Path) -> Mapping | None:
-    """``stats.stranger_bound.noise_multipliers`` of a design file; None where absent (null).
+    """The noise levels a design file records (:data:`_LEVEL_RECORDS`, the first found);
+    None where it records none."""
+    for keys in _LEVEL_RECORDS:
+        levels = _record_at(design, keys, path)
+        if levels is not None:
+            return levels
+    return None
+
+
+def _record_at(design: dict, keys: tuple[str, ...], path: Path) -> Mapping | None:
+    """The object at ``keys`` of a design file; None where absent (null).
 
     Each level of the path must be a JSON object: a list or text in its place
     would otherwise drop the levels without a word.
     """
     record: Any = design
     where = []
-    for key in ("stats", "stranger_bound", "noise_multipliers"):
+    for key in keys:
         record = record.get(key)
         where.append(key)
         if record is None:

@@ -7,6 +7,7 @@ without pyplot, in the style of :mod:`topokit.plotting._style`; save it with
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -195,12 +196,35 @@ _KIND_STYLE = {
     "dlfdp": (COLORS["secondary"], "^", "DLFDP"),
     "erg": (COLORS["tertiary"], "D", "ERG"),
     "random": (COLORS["neutral"], ".", "random"),
-    "custom": (COLORS["quaternary"], "P", "given"),
 }
+#: Markers of the user's own topologies (kind "custom"), in the order they come: each is
+#: labelled by its name, and two of them must not read alike.
+_CUSTOM_MARKERS = ("P", "X", "*", "v", "<", ">", "h", "p")
+
+
+def _style_keys(frame: pd.DataFrame) -> pd.Series:
+    """What each run is drawn by: its kind, or for a user's own topology (kind "custom")
+    its name, so that two of them get two legend entries."""
+    kind = frame["kind"].astype(str)
+    if "topology" not in frame:
+        return kind
+    return kind.where(kind != "custom", "custom:" + frame["topology"].astype(str))
+
+
+def _styles(frame: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
+    """Colour, marker and legend label of every key of :func:`_style_keys`, fixed over the
+    whole table so that each topology looks the same in every panel."""
+    markers = itertools.cycle(_CUSTOM_MARKERS)
+    styles: dict[str, tuple[str, str, str]] = {}
+    for key in _style_keys(frame).unique():
+        kind, _, name = key.partition(":")
+        styles[key] = ((COLORS["quaternary"], next(markers), name or kind) if kind == "custom"
+                       else _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind)))
+    return styles
 
 
 def _draw_never_reached(axis, group: pd.DataFrame, reached: pd.DataFrame, x_name: str,
-                        y_name: str) -> None:
+                        y_name: str, styles: dict[str, tuple[str, str, str]]) -> None:
     """Runs that never reached the target, hollow, on a line above the measured ones (a
     prediction of "never" at the right edge)."""
     never = group[group["measured_rounds"].isna()]
@@ -212,8 +236,8 @@ def _draw_never_reached(axis, group: pd.DataFrame, reached: pd.DataFrame, x_name
                                 never[x_name].to_numpy(float)])
     predicted = predicted[np.isfinite(predicted)]
     edge = 1.1 * predicted.max() if predicted.size else 1.0
-    for kind, points in never.groupby("kind", sort=False):
-        color, marker, _ = _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind))
+    for key, points in never.groupby(_style_keys(never), sort=False):
+        color, marker, _ = styles[key]
         x = points[x_name].to_numpy(float)
         x = np.where(np.isfinite(x), x, edge)
         axis.scatter(x, np.full(len(x), line), s=18, marker=marker, facecolors="none",
@@ -240,18 +264,21 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
     time G' x L against measured physical time (both in the units of the
     table: rounds and seconds).  One point per run; runs that never reached
     the target are drawn hollow on a line above the others ("never reached";
-    their count is in the title), at their predicted value.
+    their count is in the title), at their predicted value.  The legend names
+    each kind of design; the user's own topologies (kind ``"custom"``) by
+    their names, each with its own marker.
 
     Parameters
     ----------
     frame : DataFrame
         The runs table of :func:`topokit.validate` (columns ``target``,
-        ``kind``, ``predicted_global_iterate``, ``measured_rounds``,
+        ``kind``, ``topology``, ``predicted_global_iterate``, ``measured_rounds``,
         ``pseudo_time``, ``measured_time``).
     """
     from ..validation.stats import correlation
 
     targets = sorted(frame["target"].unique())
+    styles = _styles(frame)
     figure, axes = new_panels("validation", nrows=2, ncols=len(targets))
     rows = (
         ("predicted_global_iterate", "measured_rounds", "predicted global iterate G' (rounds)",
@@ -263,11 +290,11 @@ def validation_figure(frame: pd.DataFrame) -> Figure:
         reached = group.dropna(subset=["measured_rounds"])
         for row, (x_name, y_name, x_label, y_label) in enumerate(rows):
             axis = axes[row, column]
-            for kind, points in reached.groupby("kind", sort=False):
-                color, marker, label = _KIND_STYLE.get(kind, (COLORS["ink"], "x", kind))
+            for key, points in reached.groupby(_style_keys(reached), sort=False):
+                color, marker, label = styles[key]
                 axis.scatter(points[x_name], points[y_name], s=18, c=color, marker=marker,
                              alpha=0.7, linewidths=0, label=label)
-            _draw_never_reached(axis, group, reached, x_name, y_name)
+            _draw_never_reached(axis, group, reached, x_name, y_name, styles)
             _compact_ticks(axis)
             rho = correlation(reached[x_name].to_numpy(float), reached[y_name].to_numpy(float),
                                "spearman")

@@ -437,7 +437,8 @@ def _add_routes(app: FastAPI, store: JobStore, pool: WorkerPool, *, max_body_byt
               responses=_responses(413, 415, 422, auth=auth, **{"200": _answer(
                   "The topology's metrics.", "Evaluation")}))
     async def evaluation(request: Request) -> JSONResponse:
-        """Metrics of a topology: ``{"network", "topology", "predictor"}`` (synchronous)."""
+        """Metrics of a topology or design: ``{"network", "topology" or "design",
+        "predictor"}`` (synchronous); a design is judged by its own predictor."""
         _check_media_type(request)
         data = parse_json(await _body(request, max_body_bytes))
         return JSONResponse(await run_in_threadpool(_evaluate, data, max_devices))
@@ -462,8 +463,12 @@ def _evaluate(data: Any, max_devices: int | None) -> dict[str, Any]:
     from ..design.metrics import evaluate
     from ..design.time_predictor import load_predictor
 
-    net, topology, predictor = parse_evaluation(data, max_devices=max_devices)
-    model = None if predictor is None else load_predictor(predictor)
+    net, topology, predictor, own = parse_evaluation(data, max_devices=max_devices)
+    if predictor is not None:
+        model, judged = load_predictor(predictor), predictor
+    elif own is not None:  # the design's own predictor, at the settings it judged at
+        model, judged = own
+    else:
+        model, judged = None, "paper"
     metrics = evaluate(net, topology, model).to_dict()
-    return jsonable({"network": net.name, "predictor": predictor or "paper",
-                     "metrics": metrics})
+    return jsonable({"network": net.name, "predictor": judged, "metrics": metrics})

@@ -294,7 +294,11 @@ def _design_schemas() -> dict[str, Any]:
     )
 
     options = {
-        "predictor": _nullable({"enum": list(PREDICTORS), "default": "default"}),
+        "predictor": _nullable({
+            "enum": list(PREDICTORS),
+            "description": "null (default): the shipped predictor for the request, as "
+                           "`topokit design` picks it ('workload' with a workload, else "
+                           "'default'); method 'autotag' takes 'paper' only."}),
         "mixing": _nullable({"enum": list(MIXING), "default": MIXING[0]}),
         "max_stranger_mu": _nullable(_real(**MAX_STRANGER_MU_RANGE)),
         "seed": _integer(SEED_RANGE["low"], default=0),
@@ -393,13 +397,24 @@ def _evaluation_schemas() -> dict[str, Any]:
             "type": "object",
             "title": "EvaluationRequest",
             "additionalProperties": False,
-            "required": ["network", "topology"],
+            "required": ["network"],
             "properties": {
                 "network": ref("Network"),
                 "topology": ref("Topology"),
-                "predictor": _nullable({"enum": list(PREDICTORS), "default": "paper"}),
+                "design": {"type": "object", "required": ["topology"],
+                           "properties": {"topology": ref("Topology"),
+                                          "predictor": _nullable({"type": "object"})},
+                           "description": "A design's record, as GET /v1/designs/{id} "
+                                          "returns it (its topology and predictor are "
+                                          "read): judged by its own predictor."},
+                "predictor": _nullable({
+                    "enum": list(PREDICTORS),
+                    "description": "null (default): a design's own predictor, else 'paper' "
+                                   "(eq. 15)."}),
             },
-            "description": "A topology to evaluate on a network (`topokit analyze`).",
+            "oneOf": [{"required": ["topology"]}, {"required": ["design"]}],
+            "description": "A topology or a design to evaluate on a network "
+                           "(`topokit analyze`).",
         },
         "Evaluation": {
             "type": "object",
@@ -407,7 +422,10 @@ def _evaluation_schemas() -> dict[str, Any]:
             "required": ["network", "predictor", "metrics"],
             "properties": {
                 "network": _nullable({"type": "string"}),
-                "predictor": {"enum": list(PREDICTORS)},
+                "predictor": {"type": "string",
+                              "description": "The predictor that judged it: a name "
+                                             "`topokit.load_predictor` knows, or a design's "
+                                             "recorded one."},
                 "metrics": {"type": "object",
                             "description": "`topokit.evaluate`'s metrics (`topokit analyze`)."},
             },

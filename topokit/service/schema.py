@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from .._checks import brief
+from ..design._defaults import PREDICTOR_NAMES
 from ..errors import TopokitError
 
 __all__ = ["RequestError", "DesignRequest", "AuditRequest", "parse_json", "parse_design",
@@ -31,8 +32,9 @@ METHODS = ("optimize", "autotag")
 OPTIONS = ("predictor", "mixing", "max_stranger_mu", "seed", "workload")
 #: The options of an audit request (:func:`topokit.privacy_audit`'s arguments of the same names).
 AUDIT_OPTIONS = ("rounds", "noise_multiplier", "model", "delta")
-#: The predictors a request may name (a server reads no predictor files).
-PREDICTORS = ("default", "mlp", "paper")
+#: The predictors a request may name: those :func:`topokit.load_predictor` knows by name (a
+#: server reads no predictor files).
+PREDICTORS = PREDICTOR_NAMES
 #: The design options that method ``autotag`` does not take.
 OPTIMIZE_ONLY_OPTIONS = ("max_stranger_mu", "workload")
 #: The one predictor and the one mixing that method ``autotag`` takes (when given).
@@ -334,8 +336,8 @@ def _predictor(method: str, name: Any) -> str | None:
     """The predictor name of a design (None: autotag's eq. 15, as ``topokit design``)."""
     from .._checks import check_choice
 
-    if name is None:
-        return "default" if method == "optimize" else None
+    if name is None:  # optimize picks the shipped predictor for the workload, as the CLI
+        return None
     _checked("options.predictor", check_choice, name, "options.predictor", PREDICTORS)
     if method == "autotag" and name != AUTOTAG_PREDICTOR:
         raise RequestError(
@@ -397,16 +399,52 @@ def parse_topology(data: Any, net):
 
 
 def parse_evaluation(data: Any, *, max_devices: int | None = None):
-    """The network, topology and predictor of ``POST /v1/evaluations``."""
+    """The network, topology, predictor and a design's judge of ``POST /v1/evaluations``.
+
+    The body gives a ``"topology"``, or a ``"design"`` (a design's record, as
+    ``GET /v1/designs/{id}`` returns it), whose own predictor judges it unless
+    ``"predictor"`` names another: the last item is ``(its predictor, its name)``, None
+    for a topology.
+    """
     from .._checks import check_choice
 
-    data = _checked_keys(data, ("network", "topology", "predictor"), ("network", "topology"),
+    data = _checked_keys(data, ("network", "topology", "design", "predictor"), ("network",),
                          "the body")
+    if ("topology" in data) == ("design" in data):
+        raise RequestError("give the body a \"topology\" or a \"design\" (one of them) to "
+                           "evaluate", field="topology")
     predictor = data.get("predictor")
     if predictor is not None:
         _checked("predictor", check_choice, predictor, "predictor", PREDICTORS)
     net = parse_network(data["network"], max_devices=max_devices)
-    return net, parse_topology(data["topology"], net), predictor
+    if "topology" in data:
+        return net, parse_topology(data["topology"], net), predictor, None
+    design = data["design"]
+    if not isinstance(design, dict) or "topology" not in design:
+        raise RequestError(f"design must be a design's record (an object with its "
+                           f"\"topology\" and \"predictor\"); got {brief(design)}",
+                           field="design")
+    try:
+        topology = parse_topology(design["topology"], net)
+    except RequestError as exc:
+        raise RequestError(str(exc), field="design.topology") from None
+    return net, topology, predictor, _recorded_judge(design.get("predictor"))
+
+
+def _recorded_judge(description: Any):
+    """The predictor a design's record names, at the settings it judged at."""
+    from ..design.result import recorded_judge
+
+    if description is not None and not isinstance(description, dict):
+        raise RequestError(f"design.predictor must be an object or null; got "
+                           f"{brief(description)}", field="design.predictor")
+    try:
+        return recorded_judge(description), (
+            "paper" if description is None else str(description.get("name", "recorded")))
+    except (TopokitError, KeyError, TypeError, ValueError) as exc:
+        raise RequestError(f"design.predictor is not a predictor's record as topokit writes "
+                           f"it ({' '.join(str(exc).split())})", field="design.predictor"
+                           ) from None
 
 
 def _audit_options(options: Any) -> dict[str, Any]:

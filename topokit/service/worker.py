@@ -130,7 +130,13 @@ def design_payload(request: DesignRequest, progress: Progress | None = None) -> 
     from ..design import autotag, optimize_with_references
     from ..design.features import DEFAULT_NOISE_MULTIPLIER
     from ..design.metrics import DEFAULT_AUDIT_ROUNDS
-    from ..design.report import StrangerAudit, baseline_topologies, metric_columns
+    from ..design.report import (
+        StrangerAudit,
+        baseline_topologies,
+        design_record,
+        metric_columns,
+        reference_judge,
+    )
     from ..design.time_predictor import load_predictor
 
     net, workload = request.net, request.workload
@@ -150,10 +156,9 @@ def design_payload(request: DesignRequest, progress: Progress | None = None) -> 
         labels = {"ndlf": "NDLF", "dlfdp": "DLFDP", "erg": "ERG", "autotag": "AutoTag"}
         topologies = {"optimize": chosen.topology,
                       **{labels[name]: topology for name, topology in references.items()}}
-        model = load_predictor(request.predictor)
+        model = reference_judge(chosen, request.predictor)
     columns = metric_columns(net, topologies, model, audit=audit, chosen=chosen)
-    return {"network": net.name, "method": request.method, **chosen.to_dict(),
-            "baselines": columns, "stranger_audit": audit.settings()}
+    return design_record(net, request.method, chosen, columns, audit)
 
 
 def audit_payload(request: AuditRequest, progress: Progress | None = None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .partition import (
     make_partitioner,
 )
 from .privacy import DPConfig
+from .user_data import TableData, load_table_data
 
 __all__ = [
     "train",
@@ -56,4 +57,6 @@ __all__ = [
     "load_fashion_mnist",
     "load_cifar10",
     "read_idx",
+    "load_table_data",
+    "TableData",
 ]

@@ -55,6 +55,17 @@ class CeilingProbe(NamedTuple):
     rounds: NDArray[np.int64]
     accuracy: NDArray[np.float64]
 
+    def __repr__(self) -> str:
+        """One line: the ceiling, how fast it is approached and the horizon; the arrays are
+        :attr:`rounds` and :attr:`accuracy`.
+
+        >>> CeilingProbe(0.95, np.arange(1, 6), np.array([0.5, 0.8, 0.9, 0.95, 0.95]))
+        CeilingProbe(ceiling=0.95, probe_rounds=3, rounds=5)
+        """
+        horizon = int(self.rounds[-1]) if len(self.rounds) else 0
+        return (f"CeilingProbe(ceiling={self.ceiling:.4g}, probe_rounds={self.probe_rounds}, "
+                f"rounds={horizon})")
+
     def rounds_to(self, target: float) -> int | None:
         """The first checkpoint round whose accuracy reaches ``target``; None if never."""
         hits = np.flatnonzero(self.accuracy >= target)

@@ -176,9 +176,11 @@ def _spec_entries(topologies) -> list[tuple[Any, Any]]:
 
 
 def _parse_entry(name: Any, value: Any) -> TopologySpec:
+    from ..design.result import Design
+
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"topology names must be non-empty strings; got {name!r}")
-    if isinstance(value, Topology):
+    if isinstance(value, (Topology, Design)):
         return TopologySpec(name, "custom", value)
     if not isinstance(value, str):
         raise InvalidInputError(
@@ -212,11 +214,13 @@ def parse_topology_specs(
 
 
 class BuiltTopology(NamedTuple):
-    """A topology that :func:`validate` trains over, with its name and kind."""
+    """A topology that :func:`validate` trains over, with its name and kind (and the design
+    it came from, when a user gave a :class:`~topokit.design.Design`)."""
 
     name: str
     kind: str
     topology: Topology
+    design: Any = None
 
 
 def _random_valid(net: Network, seed: int, index: int) -> Topology:
@@ -260,7 +264,12 @@ def _build_topologies(net: Network, specs: Sequence[TopologySpec],
             built.extend(_random_topologies(net, spec, start, seed))
             continue
         if spec.kind == "custom":
-            topology = spec.item.validate(net)
+            given = spec.item
+            if not isinstance(given, Topology):  # a Design: trained with its own noise
+                built.append(BuiltTopology(spec.name, spec.kind, given.topology.validate(net),
+                                           given))
+                continue
+            topology = given.validate(net)
         elif spec.kind == "optimize":
             topology = _optimized(net, settings)
         elif spec.kind == "autotag":
@@ -761,13 +770,23 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _design_inputs(design: Any) -> dict[str, Any] | None:
+    """What of a design its runs depend on beyond its topology: its noise and predictor."""
+    if design is None:
+        return None
+    data = design.to_dict()
+    return {key: data.get(key) for key in ("noise", "predictor")}
+
+
 def _job_fingerprint(net, built, X, y, config) -> str:
     """A digest of everything that decides the runs: a parts folder of another job is refused."""
     digest = hashlib.sha256()
     digest.update(repr((net.nodes, sorted(map(repr, net.social.edges)))).encode())
     digest.update(net.compute_time.tobytes())
     digest.update(net.delay.tobytes())
-    digest.update(json.dumps([[n, k, t.to_dict()] for n, k, t in built], default=str).encode())
+    # A design's noise and predictor change its runs and their predictions.
+    digest.update(json.dumps([[b.name, b.kind, b.topology.to_dict(), _design_inputs(b.design)]
+                              for b in built], default=str).encode())
     digest.update(np.ascontiguousarray(X).tobytes())
     digest.update(np.ascontiguousarray(y).tobytes())
     digest.update(json.dumps(config, sort_keys=True, default=str).encode())
@@ -821,6 +840,8 @@ class _Settings:
     audit_rounds: int = DEFAULT_AUDIT_ROUNDS
     trainer: Trainer | None = None
     workload: Workload | None = None
+    predictor_given: bool = False  # else a Design's runs are judged by its own predictor
+    predictor_name: str = "paper"  # what the runs table's predictions are by, in words
 
 
 #: The target accuracies :func:`validate` times when neither ``targets`` nor a workload
@@ -877,6 +898,21 @@ def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted({check_accuracy_threshold(t, "target") for t in targets}))
 
 
+def _default_predictor(workload: Workload | None, train_kwargs: dict) -> str:
+    """What predicts validate's runs when no predictor is given: what ``topokit design``
+    (:func:`topokit.optimize`) judges by, the shipped predictor for the workload (at the
+    workload, its fields clamped to the fit), else the one fitted on the model trained.
+
+    >>> _default_predictor(None, {}), _default_predictor(None, {"model": "mlp"})
+    ('default', 'mlp')
+    """
+    if workload is not None:
+        from ..design.time_predictor import shipped_predictor_for
+
+        return shipped_predictor_for(workload)
+    return _shipped_predictor(train_kwargs.get("model", "logreg"))
+
+
 def _check_predictor(predictor: Any) -> Any:
     """The predictor whose predictions are recorded: a name, a file or a predictor object."""
     if predictor is None:
@@ -919,8 +955,14 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     trials = check_int_at_least(trials, "trials")
     seed = int_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
-    predictor = _check_predictor(predictor)
     train_kwargs = _check_train_kwargs(train_kwargs)
+    given_predictor = predictor
+    named = _default_predictor(workload, train_kwargs) if predictor is None else predictor
+    predictor = _check_predictor(named)
+    if given_predictor is None and workload is not None:  # at the workload, as optimize is
+        from ..design.time_predictor import predictor_within_fit
+
+        predictor = predictor_within_fit(predictor, workload)[0]
     audit_rounds = check_audit_rounds(audit_rounds, "gossip", "audit_rounds", low=0)
     trainer = _check_trainer(trainer)
     if output is not None:
@@ -928,7 +970,10 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
     settings = _Settings(specs=specs, targets=targets, trials=trials, seed=seed, n_jobs=n_jobs,
                          predictor=predictor, train_kwargs=train_kwargs,
                          data=_training_data(X, y, dataset), audit_rounds=audit_rounds,
-                         trainer=trainer, workload=workload)
+                         trainer=trainer, workload=workload,
+                         predictor_given=given_predictor is not None,
+                         predictor_name=str(named) if isinstance(named, (str, Path))
+                         else type(named).__name__)
     if trainer is None:  # a user's trainer's cost is its own
         _check_training_cost(net, settings)
     return settings
@@ -1121,7 +1166,7 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
     from ..design import optimize
     from ..design.trust import SAFE_MIXING
 
-    if hasattr(settings.predictor, "predict_network"):
+    if settings.predictor_given and hasattr(settings.predictor, "predict_network"):
         judge = settings.predictor
     elif settings.workload is not None:
         judge = None  # optimize's default: the shipped predictor that covers the workload
@@ -1173,11 +1218,34 @@ def _plan_pieces(net: Network, built: Sequence[BuiltTopology],
     return [
         _Piece(net=trial_nets[t], name=b.name, kind=b.kind, topology=b.topology, trial=t,
                seed=trial_seeds[t], X=settings.data.X, y=settings.data.y,
-               targets=settings.targets, predictor=settings.predictor,
-               train_kwargs=settings.train_kwargs, audit_rounds=settings.audit_rounds,
+               targets=settings.targets, predictor=_judge_of(b, settings),
+               train_kwargs=_train_kwargs_of(b, settings), audit_rounds=settings.audit_rounds,
                trainer=settings.trainer)
         for b in built for t in range(settings.trials)
     ]
+
+
+def _judge_of(built: BuiltTopology, settings: _Settings) -> Any:
+    """The predictor of a topology's runs: a design's own (one predicted time for the
+    design, whatever surface shows it) unless validate was given one."""
+    if built.design is None or settings.predictor_given:
+        return settings.predictor
+    return built.design.judge()
+
+
+def _train_kwargs_of(built: BuiltTopology, settings: _Settings) -> dict:
+    """The training options of a topology's runs: a design's DP devices add the noise it
+    decided (:attr:`topokit.design.Design.noise`), at its delta, per round."""
+    design = built.design
+    if design is None or design.noise is None or not design.noise.noise_multipliers:
+        return settings.train_kwargs
+    from dataclasses import replace
+
+    given = settings.train_kwargs.get("dp")
+    base = given if isinstance(given, DPConfig) else DPConfig()
+    dp = replace(base, noise_multiplier=dict(design.noise_multipliers),
+                 delta=design.noise.delta, per="round")
+    return {**settings.train_kwargs, "dp": dp}
 
 
 def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology]) -> dict:
@@ -1189,7 +1257,7 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
     config = {
         "network": net.name, "dataset": settings.data.name, "targets": list(settings.targets),
         "trials": settings.trials, "seed": settings.seed,
-        "predictor": settings.predictor.to_dict(),
+        "predictor": settings.predictor.to_dict(), "predictor_name": settings.predictor_name,
         "train": _jsonable(settings.train_kwargs), "audit_rounds": settings.audit_rounds,
         "topologies": [[b.name, b.kind] for b in built],
     }
@@ -1252,7 +1320,12 @@ def validate(
         ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link count),
         ``"random:K"`` (K random valid connected topologies, named
         ``random-0`` ...); a comma-separated string is split.  A dict maps
-        names to Topology objects (or to specs).
+        names to Topology objects, :class:`~topokit.design.Design` objects (or
+        :func:`topokit.load_design`'s) or specs.  A Design trains as it was
+        designed: its DP devices add the noise it decided
+        (``Design.noise``, per round at its delta), and its runs are predicted
+        by its own predictor (:meth:`~topokit.design.Design.judge`) unless
+        ``predictor`` is given.
     X, y : array-like, optional
         Data and labels; default: ``dataset``.
     dataset : str, default "digits"
@@ -1269,9 +1342,14 @@ def validate(
         Seeds the trials, ERG and the random topologies (each from its own
         ``SeedSequence([seed, role, index])``).  A Generator or None is turned
         into an int first (then a re-run is not the same job).
-    predictor : GlobalIteratePredictor, optional
-        Predicts G' (eq. 15 by default) and guides AutoTag.  A predictor
-        fitted with the noise variance U gets each run's U.
+    predictor : str, path, GlobalIteratePredictor or TrainingTimePredictor, optional
+        Predicts G' (and, if of eq. (15)'s form, guides AutoTag).  Default:
+        what ``topokit design`` judges by, the shipped predictor for the
+        workload (``"workload"``), else the one fitted on the model trained
+        (``"default"`` for logistic regression, ``"mlp"``); ``"paper"`` gives
+        eq. (15).  A predictor fitted with the noise variance U gets each
+        run's U.  A :class:`~topokit.design.Design` among the topologies is
+        predicted by its own predictor unless one is given.
     n_jobs : int, default 1
         joblib workers over (topology, trial) pieces (-1: all cores).
     output : path, optional
@@ -1286,8 +1364,9 @@ def validate(
         ``progress(done, total)`` after every piece.
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``): the training runs
-        then go to that cluster through joblib's Dask backend (``n_jobs`` is
-        ignored), resumable as locally and with the same results.
+        then go to that cluster's workers as tasks, however few (``n_jobs``
+        is ignored), resumable as locally (the parts stay beside ``output``,
+        in this process) and with the same results.
     audit_rounds : int >= 0, default 50
         Rounds of gossip of the privacy audit behind the columns
         ``exposed_stranger_pairs`` and ``stranger_mu_max`` (see

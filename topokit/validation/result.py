@@ -77,6 +77,23 @@ class ValidationResult:
     config: dict = field(default_factory=dict)
     timings: pd.DataFrame | None = None
 
+    def __repr__(self) -> str:
+        """One line: how many training runs, of how many topologies, targets and trials;
+        the tables are :attr:`frame` and :attr:`curves`.
+
+        >>> frame = pd.DataFrame({"topology": ["a", "a", "b", "b"], "trial": [0, 0, 0, 0],
+        ...                       "target": [0.8, 0.9, 0.8, 0.9]})
+        >>> ValidationResult(frame, pd.DataFrame())
+        ValidationResult(runs=2, topologies=2, targets=2, trials=1)
+        """
+        counts = {column: int(self.frame[column].nunique()) if column in self.frame else 0
+                  for column in ("topology", "target", "trial")}
+        # A run trains one topology once; the table has a row per target it was read at.
+        keys = [column for column in ("topology", "trial") if column in self.frame]
+        runs = len(self.frame[keys].drop_duplicates()) if keys else len(self.frame)
+        return (f"ValidationResult(runs={runs}, topologies={counts['topology']}, "
+                f"targets={counts['target']}, trials={counts['trial']})")
+
     def to_frame(self) -> pd.DataFrame:
         """The runs table (a copy)."""
         return self.frame.copy()
