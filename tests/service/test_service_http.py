@@ -35,6 +35,43 @@ def test_design_of_toy_equals_optimize(server, toy_json):
     assert_one_line_error(server.client.delete(f"/v1/designs/{job['id']}", headers=AUTH), 409)
 
 
+def test_a_workload_design_is_the_cli_s_and_its_evaluation_its_own_time(server, toy_json,
+                                                                        tmp_path):
+    """The service is the CLI over HTTP: the same workload gives topokit design's design
+    (the predictor picked alike, the same noise), and evaluating that design judges it by
+    its own predictor: one predicted time."""
+    from typer.testing import CliRunner
+
+    from topokit.cli import app
+
+    options = {"workload": {"epsilon": 0.5, "target": 0.85}, "max_stranger_mu": 0.5}
+    response = server.client.post("/v1/designs", headers=AUTH,
+                                  json={"network": toy_json, "options": options})
+    assert response.status_code == 202, response.text
+    view = wait_ended(server.client, response.json()["id"], AUTH)
+    assert view["status"] == "done", view
+    served = view["result"]
+    path = tmp_path / "design.json"
+    ran = CliRunner().invoke(app, ["design", "--example", "toy", "--epsilon", "0.5",
+                                   "--target", "0.85", "--max-stranger-mu", "0.5", "-o",
+                                   str(path)])
+    assert ran.exit_code == 0, ran.output
+    cli = json.loads(path.read_text())
+    for key in ("topology", "noise", "predictor", "metrics"):
+        assert served[key] == cli[key], key
+    assert served["predictor"]["name"] == "workload"
+    evaluated = server.client.post("/v1/evaluations", headers=AUTH,
+                                   json={"network": toy_json, "design": served})
+    assert evaluated.status_code == 200, evaluated.text
+    assert evaluated.json()["predictor"] == "workload"
+    assert evaluated.json()["metrics"]["pseudo_time"] == pytest.approx(
+        served["metrics"]["pseudo_time"], rel=1e-9)
+    unknown = {"network": toy_json, "options": {"workload": {"epsilom": 0.5}}}
+    refused = assert_one_line_error(server.client.post("/v1/designs", headers=AUTH,
+                                                       json=unknown), 422, "options.workload")
+    assert "unknown workload field 'epsilom'" in refused["error"]
+
+
 def test_idempotency_key_returns_the_same_job(server, toy_json):
     body = {"network": toy_json, "method": "autotag"}
     headers = {**AUTH, "Idempotency-Key": "key-1"}
