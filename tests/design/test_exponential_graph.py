@@ -97,3 +97,28 @@ def test_one_and_two_devices():
     assert exponential_graph(complete_delay_network(1)).n_links == 0
     topology = exponential_graph(complete_delay_network(2))
     assert topology.edges == ((0, 1),) and not topology.dp_devices
+
+
+@pytest.mark.parametrize("n", [8, 13, 16])
+def test_the_spectrum_is_the_circulant_one(n):
+    """On a ring in node order with every pair usable, the exponential graph's mixing matrix
+    is circulant, so its eigenvalues are the discrete Fourier transform of its first row,
+    sum_j W[0, j] cos(2 pi k j / n) (the matrix is symmetric): an independent reference."""
+    net = complete_delay_network(n)
+    W = exponential_graph(net).mixing_matrix(net.nodes)
+    assert np.allclose(W, np.roll(np.roll(W, 1, axis=0), 1, axis=1))  # circulant
+    k, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    expected = np.sort((W[0] * np.cos(2 * np.pi * k * j / n)).sum(axis=1))
+    assert np.allclose(np.sort(np.linalg.eigvalsh(W)), expected, atol=1e-12)
+    # One eigenvalue 1 (consensus), every other strictly inside: a positive spectral gap.
+    assert np.isclose(expected[-1], 1.0) and expected[-2] < 1 - 1e-9
+
+
+def test_validate_trains_the_exponential_graph():
+    from topokit import validate
+
+    net = load_example("toy")
+    result = validate(net, "exponential,ndlf", trials=1, rounds=3, targets=[0.5],
+                      audit_rounds=0)
+    assert result.topologies["exponential"] == exponential_graph(net)
+    assert set(result.frame["kind"]) == {"exponential", "ndlf"}

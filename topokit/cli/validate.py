@@ -341,9 +341,10 @@ def validate_command(
     example: str = ExampleOpt,
     topologies: str = typer.Option(
         "autotag,ndlf,dlfdp,erg", "--topologies", "-t",
-        help="Comma-separated: optimize, autotag, ndlf, dlfdp, erg, random:K (K random valid "
-             "topologies), NAME=FILE or FILE.json (a design or topology file, trained as it "
-             "is, named NAME or the file's stem).",
+        help="Comma-separated: optimize, autotag, ndlf, dlfdp, erg, exponential (Ying et al.'s "
+             "exponential graph), random:K (K random valid topologies), NAME=FILE or "
+             "FILE.json (a design or topology file, trained as it is, named NAME or the "
+             "file's stem).",
     ),
     dataset: str = typer.Option(
         None, "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR [default: digits]."

@@ -89,8 +89,13 @@ __all__ = [
     "CALIBRATION_COLUMNS",
 ]
 
-#: Named topology specs; ``"random:K"`` adds K random valid topologies.
-TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "random")
+#: Named topology specs; ``"random:K"`` adds K random valid topologies.  ``"exponential"``
+#: is the static exponential graph of Ying et al. (NeurIPS 2021) over the usable links
+#: (:func:`~topokit.design.baselines.exponential_graph`), a peer of the field.
+TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random")
+#: The kinds as a user reads them in a message.
+_KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, random:K (K random valid "
+               "topologies)")
 
 #: What :func:`validate` compares by default: AutoTag's design and the three baselines.
 DEFAULT_TOPOLOGIES = ("autotag", "ndlf", "dlfdp", "erg")
@@ -144,8 +149,7 @@ def _parse_spec(spec: str) -> tuple[str, int]:
     kind, _, count = text.partition(":")
     if kind not in TOPOLOGY_KINDS or (kind == "random") != bool(count):
         raise InvalidInputError(
-            f"unknown topology spec {spec!r}; expected one of optimize, autotag, ndlf, dlfdp, "
-            "erg, random:K (K random valid topologies), or a Topology"
+            f"unknown topology spec {spec!r}; expected one of {_KINDS_TEXT}, or a Topology"
         )
     if kind != "random":
         return kind, 1
@@ -164,8 +168,7 @@ def _spec_entries(topologies) -> list[tuple[Any, Any]]:
         for spec in topologies:
             if not isinstance(spec, str):
                 raise InvalidInputError(
-                    "a list of topologies holds spec strings (optimize, autotag, ndlf, dlfdp, "
-                    "erg, random:K); "
+                    f"a list of topologies holds spec strings ({_KINDS_TEXT}); "
                     f"got {spec!r}. Pass your own topologies as a dict name -> Topology"
                 )
         return [(spec.strip(), spec) for spec in topologies]
@@ -249,7 +252,7 @@ def _random_topologies(net: Network, spec: TopologySpec, start: int,
 def _build_topologies(net: Network, specs: Sequence[TopologySpec],
                       settings: _Settings) -> list[BuiltTopology]:
     from ..design import autotag
-    from ..design.baselines import dlfdp, erg, ndlf
+    from ..design.baselines import dlfdp, erg, exponential_graph, ndlf
 
     seed, predictor = settings.seed, settings.predictor
     design = None
@@ -278,6 +281,8 @@ def _build_topologies(net: Network, specs: Sequence[TopologySpec],
             topology = ndlf(net)
         elif spec.kind == "dlfdp":
             topology = dlfdp(net)
+        elif spec.kind == "exponential":  # in node order: the same graph every trial
+            topology = exponential_graph(net)
         else:  # erg
             topology = erg(net, seed=keyed_seed(seed, _ERG, 0), reference=design)
         built.append(BuiltTopology(spec.name, spec.kind, topology))
@@ -1318,6 +1323,9 @@ def validate(
         Notes), ``"autotag"`` (AutoTag's design under ``predictor`` if that
         is an eq. (15) predictor, else under eq. (15) itself), ``"ndlf"``,
         ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link count),
+        ``"exponential"`` (Ying et al.'s static exponential graph over the
+        usable links, devices on the ring in node order:
+        :func:`~topokit.design.baselines.exponential_graph`),
         ``"random:K"`` (K random valid connected topologies, named
         ``random-0`` ...); a comma-separated string is split.  A dict maps
         names to Topology objects, :class:`~topokit.design.Design` objects (or
