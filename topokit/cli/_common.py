@@ -14,6 +14,8 @@ import functools
 import math
 import os
 import re
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -26,6 +28,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
@@ -267,14 +270,32 @@ def check_jobs_option(n_jobs: int, name: str = "--n-jobs") -> None:
         raise InvalidInputError(f"{name} must be a non-zero integer (-1: all cores); got 0")
 
 
-def resolve_network(network: Path | None, example: str | None):
-    """The network named on the command line: a file or a bundled example (exactly one)."""
+#: Files from this size (bytes) are loaded with a phase report: a smaller one loads within
+#: a second or two.
+LOADING_REPORT_BYTES = 1_000_000
+
+
+def resolve_network(network: Path | None, example: str | None, *,
+                    show_loading: bool = False):
+    """The network named on the command line: a file or a bundled example (exactly one).
+
+    With ``show_loading`` a file of :data:`LOADING_REPORT_BYTES` or more is read
+    as a phase on stderr (:func:`reporting_phase`), named with its size.
+    """
     from ..network.examples import load_example
     from ..network.formats import load_network
 
     if (network is None) == (example is None):
         raise InvalidInputError("give either a NETWORK file or --example NAME (not both)")
-    return load_example(example) if example else load_network(network)
+    if example:
+        return load_example(example)
+    try:
+        size = Path(network).stat().st_size
+    except OSError:  # the reader says what is wrong with the path
+        size = 0
+    large = show_loading and size >= LOADING_REPORT_BYTES
+    with reporting_phase(f"loading {network} ({size / 1e6:.1f} MB)", quiet=not large):
+        return load_network(network)
 
 
 def progress_bar(description: str) -> Progress:
@@ -292,21 +313,150 @@ def progress_bar(description: str) -> Progress:
 
 ProgressCallback = Callable[[int, int], None]
 
+#: Seconds between two lines of a phase in a log (stderr not a terminal): at most one line
+#: per interval from the reports, and one at least every interval while the phase runs
+#: (a report can be minutes away: one local search, one observer).  0: every report a line.
+LOG_INTERVAL = 10.0
+
+
+def _plain_stderr() -> bool:
+    """Whether stderr takes plain lines (a file, a pipe: a batch job's log, CI) rather
+    than a live bar redrawn in place (rich's terminal, as its TTY_COMPATIBLE and
+    FORCE_COLOR decide)."""
+    return not error_console.is_terminal or error_console.is_dumb_terminal
+
+
+def _clock(seconds: float) -> str:
+    """``h:mm:ss``, as the terminal's bar writes a time."""
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class _LogLines:
+    """The plain lines of one phase on stderr, for a log read later or with ``tail -f``.
+
+    The clock and a heartbeat thread start with the phase: while it runs, a line
+    comes at least every :data:`LOG_INTERVAL` seconds (the reports decide nothing
+    about silence), and reports write at most one line per interval.  Lines are
+    flushed at once; no escape codes, no carriage returns.
+    """
+
+    def __init__(self, what: str, total: int | None = None,
+                 describe: Callable[[int], str] | None = None, *, counted: bool = True) -> None:
+        self.what, self.total, self.describe, self.counted = what, total, describe, counted
+        self.done = 0
+        self.reported = False  # whether any report arrived (a phase of counts)
+        self.shown = False  # whether a line of this phase has been written
+        self.stream = error_console.file  # the stream of this run, for the heartbeat too
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.interval = LOG_INTERVAL
+        self.begun = self.last = time.monotonic()
+        self.beat: threading.Thread | None = None
+        if self.interval > 0:
+            self.beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                         name=f"topokit progress: {what}")
+            self.beat.start()
+
+    def _write(self, text: str) -> None:
+        """One line, flushed now (the caller holds the lock)."""
+        self.stream.write(text + "\n")
+        self.stream.flush()
+        self.last, self.shown = time.monotonic(), True
+
+    def _status(self) -> str:
+        """Where the phase is: counts, share, elapsed time and the time left."""
+        elapsed = time.monotonic() - self.begun
+        if not self.counted:
+            return f"{self.what}: elapsed {_clock(elapsed)}"
+        label = self.describe(self.done) if self.describe is not None else self.what
+        if not self.total:
+            return f"{label}: {self.done} done, elapsed {_clock(elapsed)}"
+        share = f"{self.done}/{self.total} ({100 * self.done / self.total:.0f} %)"
+        if self.done >= self.total:  # counted, but the phase has work after its loop
+            return f"{label}: {share}, elapsed {_clock(elapsed)}, finishing"
+        # The time left at the pace so far, counted from the phase's start.
+        left = "-" if self.done <= 0 else _clock(elapsed / self.done * (self.total - self.done))
+        return f"{label}: {share}, elapsed {_clock(elapsed)}, ETA {left}"
+
+    def _heartbeat(self) -> None:
+        """The status every interval without a line, until the phase stops."""
+        wait = self.interval
+        while not self.stopping.wait(wait):
+            with self.lock:
+                quiet_for = time.monotonic() - self.last
+                if quiet_for >= self.interval:
+                    self._write(self._status())
+                    quiet_for = 0.0
+            wait = self.interval - quiet_for
+
+    def start_line(self, text: str) -> None:
+        """Write a phase's first line now (a phase without reports)."""
+        with self.lock:
+            self._write(text)
+
+    def report(self, done: int, total: int) -> None:
+        """A ``progress(done, total)`` report: a line once the interval has passed since
+        the phase began, or since the last line.
+
+        A phase that ends (or fails) within the first interval writes no line before its
+        end line (or before the error line, which then stays the one line a user's
+        mistake gets); the heartbeat keeps a longer phase from being silent longer.
+        """
+        with self.lock:
+            self.reported, self.done, self.total = True, done, total
+            if time.monotonic() - self.last >= self.interval:
+                self._write(self._status())
+
+    def _stop(self) -> None:
+        self.stopping.set()
+        if self.beat is not None:
+            self.beat.join()
+
+    def finish(self) -> None:
+        """The phase ended: its last line (for a phase of counts, if it said anything)."""
+        self._stop()
+        elapsed = _clock(time.monotonic() - self.begun)
+        with self.lock:
+            if not self.counted:
+                self._write(f"{self.what}: done in {elapsed}")
+            elif self.reported or self.shown:
+                counts = f"{self.done}/{self.total}" if self.total else f"{self.done}"
+                self._write(f"{self.what}: {counts} done in {elapsed}")
+
+    def abandon(self) -> None:
+        """The phase failed: no more lines (the error line follows)."""
+        self._stop()
+
 
 @contextlib.contextmanager
 def reporting_progress(
-    what: str, *, total: int | None = None, quiet: bool = False
+    what: str, *, total: int | None = None, quiet: bool = False,
+    describe: Callable[[int], str] | None = None,
 ) -> Iterator[ProgressCallback | None]:
     """Yield the ``progress(done, total)`` callback the API's long loops accept.
 
-    The library never prints; the CLI turns its callbacks into one bar on
-    stderr.  With ``quiet`` (e.g. ``--json``) it yields None and draws nothing.
-    The bar appears at the first report, so a mistake caught while the
-    arguments are checked is one error line without a bar above it; a bar
-    interrupted by an error is erased.
+    The library never prints; the CLI turns its callbacks into output on
+    stderr.  With ``quiet`` (e.g. ``--json``) it yields None and writes
+    nothing.  On a terminal it draws one bar, which appears at the first report,
+    so a mistake caught while the arguments are checked is one error line without
+    a bar above it; a bar interrupted by an error is erased.  Elsewhere (a log
+    file, a pipe) it writes plain lines (:class:`_LogLines`): one at the first
+    report of work done, then at most and at least one every
+    :data:`LOG_INTERVAL` seconds, and one when the phase ends.  ``describe(done)``,
+    if given, names the phase at ``done`` (which of several parts it is in).
     """
     if quiet:
         yield None
+        return
+    if _plain_stderr():
+        lines = _LogLines(what, total, describe)
+        try:
+            yield lines.report
+        except BaseException:
+            lines.abandon()
+            raise
+        lines.finish()
         return
     started: list[tuple[Progress, Any]] = []
 
@@ -316,21 +466,66 @@ def reporting_progress(
             bar.start()
             started.append((bar, bar.add_task(what, total=total)))
         bar, task = started[0]
-        bar.update(task, completed=done, total=new_total)
+        label = what if describe is None else describe(done)
+        bar.update(task, completed=done, total=new_total, description=label)
 
     try:
         yield report
     except BaseException:
         if started:
-            # Erased: the live display alone, as Progress.stop() would add an empty line
-            # on a console that is not a terminal (a file, a pipe), above the error line.
-            live = started.pop()[0].live
-            live.transient = True
-            live.stop()
+            _erase(started.pop()[0])
         raise
     finally:
         if started:
-            started[0][0].stop()
+            bar, task = started[0]
+            bar.update(task, description=what)  # the line that stays names the whole phase
+            bar.stop()
+
+
+def _erase(bar: Progress) -> None:
+    """Stop ``bar`` leaving nothing on the terminal (an error line follows)."""
+    # The live display alone, as Progress.stop() would add an empty line on a console
+    # that is not a terminal, above the error line.
+    live = bar.live
+    live.transient = True
+    live.stop()
+
+
+@contextlib.contextmanager
+def reporting_phase(what: str, *, quiet: bool = False) -> Iterator[None]:
+    """Report a phase the library gives no progress of (reading or writing a large file).
+
+    On a terminal a spinner with the elapsed time, left as a line when the phase
+    ends; elsewhere (a log) a start line, a line every :data:`LOG_INTERVAL`
+    seconds while it runs and an end line with its time.  An error erases the
+    spinner and ends the lines (the error line follows).  ``quiet`` (``--json``)
+    writes nothing.
+    """
+    if quiet:
+        yield
+        return
+    if _plain_stderr():
+        lines = _LogLines(what, counted=False)
+        lines.start_line(f"{what} ...")
+        try:
+            yield
+        except BaseException:
+            lines.abandon()
+            raise
+        lines.finish()
+        return
+    spinner = Progress(SpinnerColumn(finished_text="[progress.spinner]done"),
+                       "[progress.description]{task.description}", TimeElapsedColumn(),
+                       console=error_console, transient=False)
+    task = spinner.add_task(what, total=None)
+    spinner.start()
+    try:
+        yield
+    except BaseException:
+        _erase(spinner)
+        raise
+    spinner.update(task, total=1, completed=1)
+    spinner.stop()
 
 
 def _format(value: Any) -> str:

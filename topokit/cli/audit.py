@@ -143,7 +143,7 @@ def audit_command(
     workers = worker_count(n_jobs)
     check_network_file(network, audit_run(rounds, model=model, workers=workers),
                        example=example)
-    net = resolve_network(network, example)
+    net = resolve_network(network, example, show_loading=not as_json)
     chosen, source = _topology(net, topology)
     noise, noise_text = _noise(net, topology, noise_multiplier)
     _check_audit_memory(net, chosen, noise, rounds, model, workers)

@@ -33,6 +33,7 @@ from ._common import (
     naming_options,
     predictor_file,
     print_json,
+    reporting_phase,
     reporting_progress,
     resolve_network,
 )
@@ -56,22 +57,30 @@ def _audit_memory_phrases() -> dict[str, str]:
     return {MEMORY_FIX: "use fewer --audit-rounds (0: no audit) or a smaller network"}
 
 
-#: From this many devices the stranger audits of design and analyze draw a bar of their
-#: observers: on smaller networks they end within a second, and a bar would only add a
-#: line; on 500 devices one audit takes minutes.
-AUDIT_BAR_FROM_DEVICES = 64
+#: From this many devices design, analyze and generate siot report the phases that have
+#: no progress of their own in the library's loops (the stranger audits' observers, writing
+#: the outputs, generating a network): on smaller networks they end within a second, and a
+#: report would only add lines; on 500 devices one audit takes minutes.
+REPORTED_FROM_DEVICES = 64
 
 
 def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chosen=None,
                      quiet: bool = False, noise: dict | None = None) -> dict:
     """The report's columns (metrics and stranger audit of every topology), with a bar of
-    the audits' observers on large networks."""
+    the audits' observers on large networks, named by the topology being audited."""
     from ..design.report import metric_columns
 
     total = len(topologies) * net.n_devices
-    shown = audit.rounds > 0 and net.n_devices >= AUDIT_BAR_FROM_DEVICES and not quiet
+    shown = audit.rounds > 0 and net.n_devices >= REPORTED_FROM_DEVICES and not quiet
+    names = list(topologies)
+
+    def audited(done: int) -> str:
+        # metric_columns counts the observers of the topologies in order, n_devices each.
+        return f"stranger audits ({names[min(done // net.n_devices, len(names) - 1)]})"
+
     with naming_options({}, _audit_memory_phrases()), \
-            reporting_progress("stranger audits", total=total, quiet=not shown) as report:
+            reporting_progress("stranger audits", total=total, quiet=not shown,
+                               describe=audited) as report:
         if report is not None:  # the bar from the start: one observer can take seconds
             report(0, total)
         return metric_columns(net, topologies, model, audit=audit, chosen=chosen,
@@ -174,7 +183,7 @@ def analyze(
     _check_topology_path(topology)
     check_network_file(network, audit_run(audit.rounds, model=audit.model,
                                           rounds_option="--audit-rounds"), example=example)
-    net = resolve_network(network, example)
+    net = resolve_network(network, example, show_loading=not as_json)
     chosen = _topology_for(net, topology) if topology else net.topology
     design = _recorded_design(topology) if topology else None
     if predictor:
@@ -340,7 +349,7 @@ def design(
     sizing = {"method": method, "n_jobs": n_jobs, "plot": plot, "nep_patience": nep_patience}
     if example is None:  # a file too large is refused before it is read
         _check_design_memory(network_file=network, **sizing)
-    net = resolve_network(network, example)
+    net = resolve_network(network, example, show_loading=not as_json)
     _check_design_memory(net=net, **sizing)
     model = _design_predictor(method, predictor)
     if method == "autotag":
@@ -363,12 +372,15 @@ def _report_design(net, network: Path | None, method: str, chosen, columns: dict
     from ..design.report import design_record
 
     payload = design_record(net, method, chosen, columns, audit)
-    if output is not None:
-        write_json(output, payload)
-    if plot is not None:
-        from ..plotting.design import design_figure, save_figure
+    written = " and ".join(str(path) for path in (output, plot) if path is not None)
+    with reporting_phase(f"writing {written}", quiet=as_json or not written
+                         or net.n_devices < REPORTED_FROM_DEVICES):
+        if output is not None:
+            write_json(output, payload)
+        if plot is not None:
+            from ..plotting.design import design_figure, save_figure
 
-        save_figure(design_figure(net, chosen), plot)
+            save_figure(design_figure(net, chosen), plot)
     if as_json:
         print_json(payload)
         return
@@ -683,12 +695,16 @@ def generate_siot(
         metres_per_unit = DEFAULT_METRES_PER_UNIT
     check_positive(metres_per_unit, "--metres-per-unit")
     check_siot_size(devices, output)
+    # Both grow with the square of --devices (every pair's delay): minutes on thousands.
+    small = devices < REPORTED_FROM_DEVICES
     with naming_options({"n_devices": "--devices", "metres_per_unit": "--metres-per-unit"},
                         {NO_COMPONENT_FIX: "Ask for fewer --devices, or a smaller "
                                            "--metres-per-unit (devices closer together link "
-                                           "to more others)."}):
+                                           "to more others)."}), \
+            reporting_phase(f"generating a SIoT network of {devices} devices", quiet=small):
         net = siot(devices, seed=seed, metres_per_unit=metres_per_unit)
-    save_network(net, output)
+    with reporting_phase(f"writing {output}", quiet=small):
+        save_network(net, output)
     console.print(f"wrote {output}: {net.n_devices} devices, {net.social.number_of_edges()} "
                   "social links")
 
