@@ -23,6 +23,7 @@ module                   what it holds
 :mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
 :mod:`.batch`            metrics of many networks, resumable, local or on Dask
 :mod:`.workload`         :class:`Workload`: what the user trains
+:mod:`.overlays`         Marfoq et al.'s ring, MST and delta-MBST overlays, max-plus cycle time
 =======================  ===============================================================
 
 The network model it designs for is :mod:`topokit.network`; what strangers learn
@@ -73,6 +74,8 @@ _SEARCH_AND_JUDGE = {
     "workload_outside": "time_predictor", "workload_clamps": "time_predictor",
     "predictor_within_fit": "time_predictor",
     "measured_probe_rounds": "trust", "mixing_for_trait": "trust",
+    "ring_overlay": "overlays", "mst_overlay": "overlays", "mbst_overlay": "overlays",
+    "cycle_time": "overlays",
 }
 # The network model loads on first use too: networkx and the file readers are not needed
 # to print ``topokit --help``.
