@@ -13,6 +13,9 @@ so they train a few probe topologies and calibrate.
    prior_strength=10, settings=Workload(model="mlp"))``: the default predictor
    refitted on the probe runs, kept near its shipped coefficients, and recording that
    they are MLP runs (so ``optimize`` gives its designs the MLP's default weights).
+   The arm ``calibrated-untold`` is the same refit told nothing of the runs' model
+   (no ``settings``), as a user who forgets it would calibrate: it claims no model, so
+   ``optimize`` gives its designs the choices safe for a model never measured.
 3. **Judgement** on the six networks of ``analyses/workload_goals.py`` (none seen by
    the probes or any corpus), K = 0 and 0.8, 3 trials: ``optimize`` with the
    calibrated predictor, with the uncalibrated default, and with the shipped
@@ -63,7 +66,7 @@ TARGET = 0.85
 K_PROBES = 8
 PROBE_TRIALS, TRIALS = 2, 3
 PRIOR_STRENGTH = 10.0
-ARMS = ("calibrated", "default", "mlp")
+ARMS = ("calibrated", "calibrated-untold", "default", "mlp")
 WORKLOAD = Workload(model="mlp", target=TARGET)
 
 
@@ -149,10 +152,12 @@ def main(quick: bool) -> None:
         warnings.simplefilter("ignore")
         result = calibrate(probes, predictor="default", target=TARGET,
                            prior_strength=PRIOR_STRENGTH, settings=WORKLOAD)
+        untold = calibrate(probes, predictor="default", target=TARGET,
+                           prior_strength=PRIOR_STRENGTH)
     stem = "workload_probes_quick" if quick else "workload_probes"
     result.predictor.save(out_path(f"{stem}.predictor.json"))
-    predictors = {"calibrated": result.predictor, "default": load_predictor("default"),
-                  "mlp": load_predictor("mlp")}
+    predictors = {"calibrated": result.predictor, "calibrated-untold": untold.predictor,
+                  "default": load_predictor("default"), "mlp": load_predictor("mlp")}
     runs = judgement_runs(fresh, predictors, 2 if quick else TRIALS)
     table = ratios(runs)
     result_goals = goals(table, len(probes.drop_duplicates(["network", "topology", "trial",
