@@ -26,7 +26,7 @@ from ..network.core import Network, Topology
 from . import _autotag_kernels as _incremental
 from ._autotag_plain import plain_budget
 from .metrics import evaluate
-from .noise import untold_noise
+from .noise import dp_in_node_order, untold_noise
 from .predictor import GlobalIteratePredictor
 from .result import PHASES, Candidate, Design, Trace
 
@@ -275,7 +275,7 @@ def autotag(
         n=selection.n,
         trace=_trace(net, problem, results) if trace else None,
         stats=stats,
-        noise=untold_noise(sorted(chosen.dp_devices, key=net.index.__getitem__)),
+        noise=untold_noise(dp_in_node_order(chosen, net)),
     )
 
 

@@ -127,7 +127,13 @@ from ._autotag import autotag
 from .baselines import dlfdp, erg, ndlf
 from .features import FeatureSettings, TopologyFeatures, check_class_counts, features_of_arrays
 from .metrics import DEFAULT_AUDIT_ROUNDS, evaluate
-from .noise import DesignNoise, decided_noise, untold_noise
+from .noise import (
+    DEFAULT_DELTA,
+    DesignNoise,
+    decided_noise,
+    dp_in_node_order,
+    untold_source,
+)
 from .predictor import GlobalIteratePredictor
 from .result import Candidate, Design
 from .time_predictor import (
@@ -1332,16 +1338,18 @@ def _noise_record(model: Any, workload: Workload | None, topology: Topology, net
     """Each DP device's noise, decided once (:mod:`topokit.design.noise`): the z of the
     workload's epsilon and delta (else the predictor's, else training's default), raised
     to the stranger bound's levels where it has them, never below."""
-    dp = sorted(topology.dp_devices, key=net.index.__getitem__)
+    dp = dp_in_node_order(topology, net)
     if workload is not None:
         base, delta = workload.resolved_noise_multiplier, workload.delta
         epsilon = workload.epsilon if workload.noise_multiplier is None else None
         source = ("the workload's epsilon" if epsilon is not None else
                   "the workload's noise multiplier")
     else:  # the predictor's z (training's default for eq. 15, which counts no noise)
-        base = getattr(model, "feature_settings", FeatureSettings()).noise_multiplier
-        untold = untold_noise(dp, base)
-        delta, epsilon, source = untold.delta, None, untold.source
+        from .features import DEFAULT_NOISE_MULTIPLIER  # calibrated on first use
+
+        settings = getattr(model, "feature_settings", None)
+        base = (DEFAULT_NOISE_MULTIPLIER if settings is None else settings.noise_multiplier)
+        delta, epsilon, source = DEFAULT_DELTA, None, untold_source(base)
     levels = None if bound is None else bound.get("noise_multipliers")
     if levels and any(levels[device] > base for device in dp):
         source += f", raised to meet the stranger bound mu <= {bound['max_stranger_mu']:g}"

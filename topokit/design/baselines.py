@@ -29,7 +29,7 @@ from ..kernels.unchecked import hitting_times_one, lazy_metropolis_one
 from ..network.core import Network, Topology
 from ._autotag import _linear_coefficients, _problem
 from .metrics import evaluate
-from .noise import untold_noise
+from .noise import dp_in_node_order, untold_noise
 from .predictor import GlobalIteratePredictor
 from .result import Candidate, Design
 
@@ -421,5 +421,5 @@ def optimum(net: Network, predictor: GlobalIteratePredictor | None = None) -> De
         n=chosen.n,
         stats={"n_devices": V, "link_sets": 1 << int(problem.pi.shape[0]),
                "seconds": time.perf_counter() - started},
-        noise=untold_noise(sorted(chosen.topology.dp_devices, key=net.index.__getitem__)),
+        noise=untold_noise(dp_in_node_order(chosen.topology, net)),
     )

@@ -31,12 +31,13 @@ from typing import Any
 
 from .._checks import check_real
 from ..errors import InputFileError, InvalidInputError
+from .workload import Workload
 
-__all__ = ["DesignNoise", "decided_noise", "untold_noise", "ACCOUNTING_UNIT", "MECHANISM",
-           "DEFAULT_DELTA"]
+__all__ = ["DesignNoise", "decided_noise", "untold_noise", "untold_source",
+           "dp_in_node_order", "ACCOUNTING_UNIT", "MECHANISM", "DEFAULT_DELTA"]
 
 #: The delta of training's default DP (``DPConfig()``, ``Workload()``): 1e-5 per round.
-DEFAULT_DELTA = 1e-5
+DEFAULT_DELTA = Workload.delta
 
 #: What one epsilon of a design's noise accounts: one round of one DP device.
 ACCOUNTING_UNIT = "round"
@@ -180,6 +181,19 @@ def decided_noise(dp_devices: Sequence[Hashable], *, base: float, delta: float,
                         for device in dp_devices}, float(delta), epsilon, source)
 
 
+def untold_source(base: float) -> str:
+    """Where the noise of a design made without a workload comes from, in words: training's
+    default epsilon, or the predictor's own noise multiplier ``base``.
+
+    >>> untold_source(1.0)
+    "the predictor's noise multiplier"
+    """
+    from .features import DEFAULT_NOISE_MULTIPLIER
+
+    return ("training's default epsilon" if base == DEFAULT_NOISE_MULTIPLIER else
+            "the predictor's noise multiplier")
+
+
 def untold_noise(dp_devices: Sequence[Hashable], base: float | None = None) -> DesignNoise:
     """The noise record of a design made without a workload: every DP device at ``base``
     (a predictor's z; None: training's default, epsilon 1 per round at delta 1e-5).
@@ -188,11 +202,19 @@ def untold_noise(dp_devices: Sequence[Hashable], base: float | None = None) -> D
     >>> round(noise.noise_multipliers["A"], 4), noise.source
     (3.7306, "training's default epsilon")
     """
-    from .features import FeatureSettings
+    from .features import DEFAULT_NOISE_MULTIPLIER
 
-    default = FeatureSettings().noise_multiplier
-    base = default if base is None else float(base)
-    source = ("training's default epsilon" if base == default else
-              "the predictor's noise multiplier")
+    base = DEFAULT_NOISE_MULTIPLIER if base is None else float(base)
     return decided_noise(dp_devices, base=base, delta=DEFAULT_DELTA, epsilon=None,
-                         source=source)
+                         source=untold_source(base))
+
+
+def dp_in_node_order(topology: Any, net: Any) -> list[Hashable]:
+    """The DP devices of ``topology`` in ``net``'s node order: the order of a noise record.
+
+    >>> from topokit import load_example
+    >>> toy = load_example("toy")
+    >>> dp_in_node_order(toy.topology, toy)
+    ['C', 'D', 'E']
+    """
+    return sorted(topology.dp_devices, key=net.index.__getitem__)

@@ -41,7 +41,7 @@ from .._io import atomic_paths, dumps_json, jsonable
 from ..design.features import FeatureSettings
 from ..design.metrics import Metrics, evaluate
 from ..design.mixing import metropolis_hastings_topology
-from ..design.noise import DEFAULT_DELTA, DesignNoise
+from ..design.noise import DEFAULT_DELTA, DesignNoise, dp_in_node_order
 from ..design.result import Design, recorded_judge
 from ..design.time_predictor import TrainingTimePredictor
 from ..errors import InputFileError, InvalidInputError, TopokitError, TopokitWarning
@@ -350,7 +350,7 @@ def _file_source(path: Path, net: Network | None) -> _Source:
     stats = record.get("stats") if isinstance(record.get("stats"), dict) else {}
     try:
         decided = (None if record.get("noise") is None else
-                   DesignNoise.from_dict(record["noise"], _dp_in_order(topology, net)))
+                   DesignNoise.from_dict(record["noise"], dp_in_node_order(topology, net)))
         return _judged(topology, net, stats, levels, record.get("predictor"), decided)
     except TopokitError as exc:
         raise type(exc)(f"{path}: {exc}") from None
@@ -392,17 +392,12 @@ def _judged(topology: Topology, net: Network, stats: Mapping[str, Any],
     return _Source(topology, net, stats, noise, predictor, name, settings, settings_source)
 
 
-def _dp_in_order(topology: Topology, net: Network) -> list[Hashable]:
-    """The topology's DP devices in the network's node order."""
-    return sorted(topology.dp_devices, key=net.index.__getitem__)
-
-
 def _noise(topology: Topology, net: Network, stats: Mapping[str, Any],
            levels: Mapping[Hashable, Any] | None, settings: FeatureSettings,
            settings_source: str) -> _Noise:
     """Each DP device's noise multiplier in a design file written before designs decided
     their noise: recorded levels, else z*, else the settings' z."""
-    dp = _dp_in_order(topology, net)
+    dp = dp_in_node_order(topology, net)
     bound = stats.get("stranger_bound")
     bound = bound if isinstance(bound, Mapping) else {}
     common = bound.get("noise_multiplier")
