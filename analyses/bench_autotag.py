@@ -8,7 +8,7 @@ Two parts (``--parts``, both by default):
     16-64 devices; exact AutoTag at 128 (and 256 with ``--exact-256``) and
     ``nep_patience=|V|`` at 128 and 256.  Both implementations must return the
     same pseudo time (checked).  Writes ``bench_autotag.json`` and ``bench_autotag.png``.
-``scale`` (issue 19, part 2)
+``scale``
     ``topokit.optimize`` at 64, 128, 256, 512 and 1,000 devices, once with the
     default predictor and once with ``predictor="paper"`` (eq. 15), every design
     and NDLF, DLFDP, ERG (the references optimize started from) predicted under
@@ -58,10 +58,10 @@ from topokit.testing.naive_autotag import naive_autotag
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "analyses" / "out"
 
-#: The sizes of issue 19, part 2, and of the smoke run.
+#: The sizes of the scale part and of the smoke run.
 SCALE_SIZES = (64, 128, 256, 512, 1000)
 QUICK_SIZES = (32, 64)
-#: Issue 19's goals: optimize within 2 % of exact AutoTag's eq. (15) time; 1,000 devices
+#: The goals: optimize within 2 % of exact AutoTag's eq. (15) time; 1,000 devices
 #: in under 10 minutes.
 GAP_GOAL = 0.02
 SECONDS_GOAL, SECONDS_GOAL_DEVICES = 600.0, 1000
@@ -223,7 +223,7 @@ def best_reference_ratio(predicted: Mapping[str, Mapping[str, float]], design: s
 
 
 # ---------------------------------------------------------------------------------------------
-# Part "reference": AutoTag against the straightforward Algorithm 2 (as before issue 19)
+# Part "reference": AutoTag against the straightforward Algorithm 2 (the earlier implementation)
 # ---------------------------------------------------------------------------------------------
 
 def reference_row(net: Network, V: int, seed: int, naive_max: int) -> dict[str, Any]:
@@ -307,7 +307,7 @@ def plot_reference(record: dict[str, Any], path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Part "scale": optimize at 64-1,000 devices (issue 19, part 2)
+# Part "scale": optimize at 64-1,000 devices
 # ---------------------------------------------------------------------------------------------
 
 def predicted_times(net: Network, topologies: Mapping[str, Any], predictors: Mapping[str, Any]
@@ -336,7 +336,7 @@ def run_exact(net: Network, jobs: int, paper: Any) -> tuple[float | None, Any, s
     """Exact AutoTag (seconds, design, None), or (None, None, why not) if it refuses."""
     try:
         seconds, design = timed(autotag, net, n_jobs=jobs)
-    except (TopokitError, MemoryError) as error:  # issue 19: too large -> a clear message
+    except (TopokitError, MemoryError) as error:  # too large -> a clear message
         return None, None, f"{type(error).__name__}: {error}"
     again = evaluate(net, design.topology, paper).pseudo_time
     if not np.isclose(again, design.metrics.pseudo_time, rtol=CHECK_RTOL):

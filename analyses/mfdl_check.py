@@ -1,4 +1,4 @@
-"""An outside check of the D-SGD audit: MFDL's matrix-factorisation accounting (issue 31, item 5).
+"""An outside check of the D-SGD audit: MFDL's matrix-factorisation accounting.
 
 MFDL (Bellet, Cyffers, Frey, Gaudel, Lerévérend and Taïani, "Unified privacy guarantees
 for decentralized learning via matrix factorization", ICLR 2026; the repository

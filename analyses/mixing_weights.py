@@ -1,4 +1,4 @@
-"""Do fastest-mixing weights train faster?  Measured time-to-target, paired (issue 17, part 3).
+"""Do fastest-mixing weights train faster?  Measured time-to-target, paired.
 
 For each network and skewness, the same links and DP devices are trained with
 Lazy-Metropolis weights and with Boyd, Diaconis and Xiao's fastest-mixing

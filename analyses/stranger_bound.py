@@ -1,4 +1,4 @@
-"""Designs under a bound on what strangers learn, measured in training (issue 20, part 4).
+"""Designs under a bound on what strangers learn, measured in training.
 
 For each network, skewness and stranger bound b, every design below is trained
 with the noise multiplier z* that makes it meet the bound under the audit's

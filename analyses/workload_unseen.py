@@ -1,4 +1,4 @@
-"""Never worse than NDLF for a workload topokit has not seen (issue 39, item 5).
+"""Never worse than NDLF for a workload topokit has not seen.
 
 ``optimize`` told the workload of a model topokit does not ship, against NDLF, on networks
 no corpus saw, across DP budgets, horizons and skewness.  The models

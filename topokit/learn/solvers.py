@@ -52,7 +52,7 @@ Solvers
 ``"cvxpy"``
     :func:`topokit.learn.problems.log_degree_problem` solved by Clarabel.
 ``"auto"``
-    ``"dual-newton"`` when ``beta > 0``, else ``"fbf"``.  (Before topokit's issue 19,
+    ``"dual-newton"`` when ``beta > 0``, else ``"fbf"``.  (The earlier default was
     ``"pdhg"``; both stop on the same certificate, so their objectives agree to
     ``tol``, and the weights to about ``sqrt(tol |objective| / (2 beta))``.)
 
@@ -688,7 +688,7 @@ def params_for_degree(
     The average degree is 2 |E| / d with the edge rule of ``threshold``.
 
     Each probe is solved by the dual Newton solver (beta > 0 throughout; PDHG
-    before topokit's issue 19, same certificate and the same betas on the cases
+    earlier, same certificate and the same betas on the cases
     checked) to a relative duality gap of ``tol``; the default 1e-12 puts every
     weight within about sqrt(1e-12 |objective| / (2 beta)) of the optimum, far
     inside the edge rule.
