@@ -46,6 +46,38 @@ def test_both_methods_agree_with_the_dense_twin(seed, knows, compiled, monkeypat
         assert_same_mu(got, expected)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_noise_free_views_expose_by_walks_as_the_twin_finds(seed):
+    """With no noise anywhere (NDLF, a design without DP devices), exposure is decided by
+    which devices a walk of at most T - 1 hops reaches (revealed_leverage's rule then);
+    the dense twin decides it by range(C), independently.  Rounds 1-12 on random
+    topologies, whose diameters cut the walks short at small T."""
+    net, topology, rounds, _ = random_case(seed)
+    for horizon in (1, 2, rounds):  # z = 0: the DP devices too add no noise
+        audit = privacy_audit(net, topology, rounds=horizon, noise_multiplier=0.0)
+        assert_same_mu(audit.mu, naive_privacy_audit(net, topology, horizon, 0.0))
+
+
+def test_walk_exposure_on_a_path_stops_at_the_horizon():
+    """On a path 0-1-...-7 without noise, observer 0 hears 1 and reads s_i exactly for
+    the devices a walk from 1 reaches in at most T - 1 hops: i <= T; the others stay
+    hidden (mu = 0: nothing of them reaches k)."""
+    social = nx.path_graph(8)
+    delay = np.ones((8, 8)) - np.eye(8)
+    net = topokit_network(social, delay)
+    for rounds in (1, 3, 6):
+        mu = privacy_audit(net, Topology(social.edges), rounds=rounds, noise_multiplier=0.0).mu
+        column = mu[:, 0]
+        assert np.isinf(column[1:rounds + 1]).all()
+        assert (column[rounds + 1:] == 0).all()
+
+
+def topokit_network(social, delay):
+    from topokit import Network
+
+    return Network(social, np.ones(social.number_of_nodes()), delay)
+
+
 def test_the_compiled_filter_is_the_sparse_filter():
     # Both work with covariances: agreement to the filter's guarded accuracy (RTOL).
     compared = 0
@@ -365,3 +397,24 @@ def test_audit_figure_marks_exposed_and_social_pairs(toy):
     labels = [text.get_text() for text in figure.legends[0].get_texts()]
     assert any("exposed" in label for label in labels)
     assert any("social" in label for label in labels)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("model", ["gossip", "dsgd"])
+def test_the_stranger_summary_is_the_full_audits(seed, model):
+    """stranger_summary skips what cannot change its two numbers (noisy owners bounded by
+    1/z_i below the maximum, exposure by walks without unheard noise): it must report what
+    the full audit's summary reports, at one z, at none and at per-device levels."""
+    from topokit.audit.core import stranger_summary
+
+    net, topology, rounds, noise = random_case(seed)
+    for z in (0.0, 0.7, noise):
+        full = privacy_audit(net, topology, rounds=rounds, noise_multiplier=z,
+                             model=model).summary()
+        fast = stranger_summary(net, topology, rounds=rounds, noise_multiplier=z, model=model)
+        assert fast["stranger_pairs"] == full["stranger_pairs"]
+        assert fast["exposed_stranger_pairs"] == full["exposed_stranger_pairs"]
+        if full["stranger_mu_max"] is None:
+            assert fast["stranger_mu_max"] is None
+        else:
+            assert fast["stranger_mu_max"] == pytest.approx(full["stranger_mu_max"], rel=1e-9)

@@ -25,15 +25,17 @@ device j (0 for k itself when k knows its own draws), T the rounds.
 - :func:`dsgd_information` and :func:`observer_bounds`: the D-SGD model, in
   which an owner's contribution enters every round (T delayed shifts per
   owner, solved against the same square-root factor).
-- :func:`stranger_mu_max`: the exposed stranger count and the worst finite
-  stranger mu straight from arrays, for topology searches.
+- :func:`stranger_summary`: the exposed stranger count and the worst finite
+  stranger mu, computing only the owners that can change them;
+  :func:`stranger_mu_max` the same straight from arrays, for topology searches.
 
 These functions trust their inputs (validated by ``privacy_audit``).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -143,6 +145,9 @@ def revealed_leverage(problem: AuditProblem, k: int) -> NDArray[np.float64]:
     leverage[clean_heard] = 1.0
     if clean_heard.size == 0 or hidden.size == 0:
         return leverage  # nothing is revealed, or nothing beyond what k hears
+    if blocked.size == 0 and (weights.data >= 0).all():
+        leverage[hidden] = _reached(weights, clean_heard, hidden, problem.rounds - 1)
+        return leverage
     if n <= DENSE_DEVICES:
         # Small: dense blocks; scipy's sparse slicing costs more than the products it saves.
         weights = weights.toarray()
@@ -161,6 +166,35 @@ def revealed_leverage(problem: AuditProblem, k: int) -> NDArray[np.float64]:
         found = np.hstack([found, new])
     leverage[hidden] = np.linalg.norm(found, axis=1)
     return leverage
+
+
+def _reached(weights: sp.csr_array, sources: NDArray[np.int64], hidden: NDArray[np.int64],
+             steps: int) -> NDArray[np.float64]:
+    """1.0 for every hidden device a walk of 1 to ``steps`` hops of W reaches from ``sources``
+    through hidden devices only, else 0.0: :func:`revealed_leverage` when no unheard device
+    adds noise and W >= 0.
+
+    Then nothing blocks the recursion, and R on the hidden devices is the span of
+    W_HH^t W_HS e_j (j a source, t < ``steps``): a hidden device has a nonzero
+    coordinate in R exactly when one of these nonnegative vectors has, that is when
+    such a walk reaches it (no cancellation).  This is the exact answer; the
+    recursion's floating-point subspaces can miss a direction that arrives only
+    through many small weights (below ``RANK_TOL``), never find one that is not
+    there.  One sparse product per hop instead of an SVD per round.
+    """
+    if steps < 1:
+        return np.zeros(hidden.size)
+    into_hidden = (weights[hidden][:, sources] != 0).astype(np.int8)
+    among_hidden = (weights[hidden][:, hidden] != 0).astype(np.int8)
+    frontier = np.asarray(into_hidden.sum(axis=1)).ravel() > 0
+    reached = frontier.copy()
+    for _ in range(steps - 1):
+        following = (among_hidden @ frontier.astype(np.int8)) > 0
+        if np.array_equal(following, frontier):
+            break  # the walks' ends repeat from here on
+        frontier = following
+        reached |= frontier
+    return reached.astype(np.float64)
 
 
 def _propagated(problem: AuditProblem, heard: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -604,16 +638,63 @@ def stranger_mu_max(
     problem = AuditProblem(weights, tuple(np.flatnonzero(row) for row in links),
                            np.asarray(noise, dtype=np.float64) ** 2, rounds,
                            knows_own_noise, model)
-    strangers = ~np.asarray(social, dtype=bool)
+    return stranger_summary(problem, ~np.asarray(social, dtype=bool))
+
+
+def stranger_summary(problem: AuditProblem, strangers: NDArray[np.bool_],
+                     progress: Callable[[int, int], Any] | None = None
+                     ) -> tuple[int, float | None]:
+    """Exposed stranger pairs and the largest finite stranger mu, computing only what they need.
+
+    Every observer computes only its stranger owners (``strangers[i, k]``:
+    owner i is a stranger to observer k).  In the gossip model, s_i enters k's
+    view only through owner i's round-0 message s_i + z_i eta_i^0, a Gaussian
+    mechanism of mu = 1/z_i: the view is a post-processing of it, so
+    mu_ik <= 1/z_i for every observer, with equality when k hears i.  A noisy
+    owner is then never exposed, and one whose bound 1/z_i does not exceed the
+    largest mu already found cannot change the maximum: neither is computed.
+    (In the D-SGD model owners enter every round and every stranger owner is
+    computed.)  ``progress(done, total)`` after each observer.
+
+    Returns
+    -------
+    (int, float or None)
+        The count of exposed stranger pairs (mu = inf) and the largest finite
+        stranger mu (None when there is none): what
+        ``privacy_audit(...).summary()`` reports as ``exposed_stranger_pairs``
+        and ``stranger_mu_max``.
+    """
+    n = problem.variance.size
     exposed, largest = 0, None
-    for k in range(links.shape[0]):
+    bound = np.full(n, np.inf)
+    if problem.model == "gossip":
+        noisy = problem.variance > 0
+        bound[noisy] = 1.0 / np.sqrt(problem.variance[noisy])
+        largest = _heard_stranger_bound(problem, strangers, noisy, bound)
+    for k in range(n):
         wanted = strangers[:, k].copy()
         wanted[k] = False
-        if not wanted.any():
-            continue
-        values = observer_column(problem, k, wanted=wanted)[wanted]
-        exposed += int(np.isinf(values).sum())
-        finite = values[np.isfinite(values)]
-        if finite.size:
-            largest = max(largest if largest is not None else 0.0, float(finite.max()))
+        if largest is not None:
+            wanted &= ~(bound <= largest)  # mu_ik <= bound[i] cannot raise the maximum
+        if wanted.any():
+            values = observer_column(problem, k, wanted=wanted)[wanted]
+            exposed += int(np.isinf(values).sum())
+            finite = values[np.isfinite(values)]
+            if finite.size:
+                largest = max(largest if largest is not None else 0.0, float(finite.max()))
+        if progress is not None:
+            progress(k + 1, n)
     return exposed, largest
+
+
+def _heard_stranger_bound(problem: AuditProblem, strangers: NDArray[np.bool_],
+                          noisy: NDArray[np.bool_], bound: NDArray[np.float64]) -> float | None:
+    """The largest 1/z_i over noisy stranger owners i that their observer hears (gossip:
+    their mu exactly), or None when no observer hears a noisy stranger."""
+    largest = None
+    for k, heard in enumerate(problem.neighbours):
+        owners = heard[strangers[heard, k] & noisy[heard]]
+        if owners.size:
+            value = float(bound[owners].max())
+            largest = value if largest is None else max(largest, value)
+    return largest

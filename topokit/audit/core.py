@@ -126,7 +126,7 @@ from ..errors import InvalidInputError, NodeNotFoundError
 from ..network.core import Network, Topology
 from . import _kernels as kernels
 
-__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
+__all__ = ["PrivacyAudit", "privacy_audit", "stranger_summary", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
            "check_audit_rounds", "device_noise", "audit_memory_needed"]
 
 #: The audit's models of what a device contributes: ``"gossip"`` (one private value,
@@ -407,6 +407,23 @@ def _audited(topology: Any, noise_multiplier: Any) -> tuple[Any, Any]:
             noise_multiplier = topology.noise_multipliers
         topology = topology.topology
     return topology, 1.0 if noise_multiplier is None else noise_multiplier
+
+
+def _audit_inputs(net: Any, topology: Any, noise_multiplier: Any, model: Any, rounds: Any
+                  ) -> tuple[Topology, str, int, NDArray[np.float64]]:
+    """The validated topology, model, rounds and each device's z (node order) of an audit."""
+    topology, noise_multiplier = _audited(topology, noise_multiplier)
+    topology = _check_network(net, topology)
+    model = check_choice(model, "model", kernels.MODELS)
+    rounds = check_audit_rounds(rounds, model)
+    return topology, model, rounds, device_noise(net, topology, noise_multiplier)
+
+
+def _check_knows(observer_knows_own_noise: Any) -> bool:
+    if not isinstance(observer_knows_own_noise, (bool, np.bool_)):
+        raise InvalidInputError(
+            f"observer_knows_own_noise must be True or False; got {observer_knows_own_noise!r}")
+    return bool(observer_knows_own_noise)
 
 
 def _check_network(net: Any, topology: Any) -> Topology:
@@ -742,18 +759,13 @@ def privacy_audit(
     """
     from .._jobs import check_n_jobs
 
-    topology, noise_multiplier = _audited(topology, noise_multiplier)
-    topology = _check_network(net, topology)
-    model = check_choice(model, "model", kernels.MODELS)
-    rounds = check_audit_rounds(rounds, model)
-    noise = device_noise(net, topology, noise_multiplier)
+    topology, model, rounds, noise = _audit_inputs(net, topology, noise_multiplier, model,
+                                                   rounds)
     scale = _sensitivity_vector(net, sensitivity)
     if delta is not None:
         delta = check_real(delta, "delta", low=0, high=1, closed="neither")
     chosen = _check_observers(net, observers)
-    if not isinstance(observer_knows_own_noise, (bool, np.bool_)):
-        raise InvalidInputError(
-            f"observer_knows_own_noise must be True or False; got {observer_knows_own_noise!r}")
+    observer_knows_own_noise = _check_knows(observer_knows_own_noise)
     threads = _thread_count(check_n_jobs(n_jobs), len(chosen))
     _check_memory(net.n_devices, rounds)
     # In units of each owner's own sensitivity: noise std z_j Delta_j, then rows times Delta_i.
@@ -776,3 +788,51 @@ def privacy_audit(
         observers=tuple(net.nodes[k] for k in chosen), model=model, mu_lower=lower,
         sensitivity=scale,
     )
+
+
+def stranger_summary(
+    net: Network,
+    topology: Topology | None = None,
+    *,
+    rounds: int,
+    noise_multiplier: float | Mapping[Hashable, float] | None = None,
+    observer_knows_own_noise: bool = True,
+    model: str = "gossip",
+    progress: Callable[[int, int], Any] | None = None,
+) -> dict[str, Any]:
+    """What strangers learn, in the two numbers a report shows: exactly those of the full audit.
+
+    ``stranger_pairs``, ``exposed_stranger_pairs`` and ``stranger_mu_max`` of
+    ``privacy_audit(net, topology, ...).summary()``, computing only what they
+    depend on (:func:`topokit.audit._kernels.stranger_summary`): each observer's
+    stranger owners; in the gossip model, not the noisy owners whose bound
+    mu_ik <= 1/z_i (the data-processing inequality: s_i reaches the view only
+    through i's first noisy message) cannot change the maximum; and, with no
+    unheard device adding noise, exposure by the walks that reach an owner
+    instead of a subspace per round.  On a 300-device SIoT network (16,220
+    social links, 50 rounds) NDLF's summary takes seconds where the full
+    audit took over a minute.  Arguments as :func:`privacy_audit`'s.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> toy = load_example("toy")
+    >>> summary = stranger_summary(toy, rounds=30)
+    >>> full = privacy_audit(toy, rounds=30).summary()
+    >>> [summary[key] == full[key] for key in summary]
+    [True, True, True]
+    """
+    topology, model, rounds, noise = _audit_inputs(net, topology, noise_multiplier, model,
+                                                   rounds)
+    observer_knows_own_noise = _check_knows(observer_knows_own_noise)
+    _check_memory(net.n_devices, rounds)
+    problem = _problem(net, topology, noise, rounds, bool(observer_knows_own_noise), model)
+    _check_memory(net.n_devices, rounds, problem, range(net.n_devices))
+    strangers = ~net.social_adjacency.astype(bool)
+    np.fill_diagonal(strangers, False)
+    from .._blas import one_blas_thread
+
+    with one_blas_thread():
+        exposed, largest = kernels.stranger_summary(problem, strangers, progress)
+    return {"stranger_pairs": int(strangers.sum()), "exposed_stranger_pairs": exposed,
+            "stranger_mu_max": largest}

@@ -34,11 +34,11 @@ class StrangerAudit(NamedTuple):
         else the audit's z; ``progress(done, total)`` after each observer."""
         if self.rounds == 0:
             return {}
-        from ..audit.core import privacy_audit
+        from ..audit.core import stranger_summary
 
         z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
-        summary = privacy_audit(net, topology, rounds=self.rounds, noise_multiplier=z,
-                                model=self.model, progress=progress).summary()
+        summary = stranger_summary(net, topology, rounds=self.rounds, noise_multiplier=z,
+                                   model=self.model, progress=progress)
         return {key: summary[key] for key in STRANGER_KEYS}
 
     def settings(self) -> dict[str, Any]:
