@@ -62,6 +62,7 @@ __all__ = [
     "DisconnectedGraphError",
     "Network",
     "Topology",
+    "TopologySchedule",
     "load_network",
     "save_network",
     "load_topology",

@@ -132,7 +132,8 @@ def _predicted_table(by_topology, title: str, summary, more: str,
 def _measured_table(by_topology, more: str) -> _Noted:
     table = _compact_table("measured")
     note = ("G@a: rounds to accuracy a, mean±std over the trials that reached it "
-            "[reached/trials if not all]; T@a: their mean physical time G x L (h)" + more)
+            "[reached/trials if not all]; T@a: their mean physical time G x L (h; the sum "
+            "of the rounds' times for a time-varying topology)" + more)
     for column, justify in (("topology", "left"), ("target a", "right"), ("G@a", "right"),
                             ("T@a (h)", "right")):
         table.add_column(column, justify=justify, no_wrap=True)
@@ -342,8 +343,10 @@ def validate_command(
     topologies: str = typer.Option(
         "autotag,ndlf,dlfdp,erg", "--topologies", "-t",
         help="Comma-separated: optimize, autotag, ndlf, dlfdp, erg, exponential (Ying et al.'s "
-             "exponential graph), random:K (K random valid topologies), NAME=FILE or "
-             "FILE.json (a design or topology file, trained as it is, named NAME or the "
+             "exponential graph), the time-varying one-peer-exponential (Ying et al.), base:K "
+             "(Takezawa et al.'s Base-(K+1) graph, max degree K) and epidemic:S (de Vos et "
+             "al., S random peers a round), random:K (K random valid topologies), NAME=FILE "
+             "or FILE.json (a design or topology file, trained as it is, named NAME or the "
              "file's stem).",
     ),
     dataset: str = typer.Option(
@@ -472,6 +475,10 @@ def _print_validation(result, name, n_devices: int, trials: int, used: _DataUsed
                                             "trial(s) per topology"), _correlation_table(result))
     if not result.frame["dp_formal"].astype(bool).all():
         console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
+    unjudged = result.config.get("not_predicted")
+    if unjudged:
+        console.print(escape(f"Note: {', '.join(unjudged['topologies'])}: {unjudged['why']}"),
+                      highlight=False)
     if output is not None:
         console.print(f"wrote {len(result.frame)} rows to {output} "
                       f"(accuracy curves: {curves_path(output)}, wall-clock times: "

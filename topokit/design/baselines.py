@@ -33,8 +33,8 @@ from .noise import dp_in_node_order, untold_noise
 from .predictor import GlobalIteratePredictor
 from .result import Candidate, Design
 
-__all__ = ["ndlf", "dlfdp", "erg", "exponential_graph", "random_topology", "optimum",
-           "MAX_OPTIMUM_DEVICES"]
+__all__ = ["ndlf", "dlfdp", "erg", "exponential_graph", "ring_order", "random_topology",
+           "optimum", "MAX_OPTIMUM_DEVICES"]
 
 #: :func:`optimum` refuses larger networks (7 devices: 2^21 link sets).
 MAX_OPTIMUM_DEVICES = 7
@@ -168,6 +168,23 @@ def _joining_links(net: Network, edges: list) -> list[tuple[Any, Any]]:
     return added
 
 
+def ring_order(net: Network, seed: SeedLike = None) -> list[Any]:
+    """The devices in the order of the exponential graph's ring (and of the peers built like
+    it, :mod:`topokit.design.peers`): position i holds ``ring_order(net)[i]``.
+
+    None keeps the node order ``net.nodes`` (deterministic); an int or a
+    Generator shuffles the devices at random (the same int, the same order).
+
+    >>> from topokit import load_example
+    >>> ring_order(load_example("toy"))
+    ['A', 'B', 'C', 'D', 'E', 'F']
+    """
+    order = list(net.nodes)
+    if seed is not None:
+        order = [order[k] for k in check_random_state(seed).permutation(len(order))]
+    return order
+
+
 def exponential_graph(net: Network, *, seed: SeedLike = None) -> Topology:
     """The static exponential graph of Ying et al. over the finite-delay pairs.
 
@@ -218,9 +235,7 @@ def exponential_graph(net: Network, *, seed: SeedLike = None) -> Topology:
     >>> sorted(topology.dp_devices) == list(range(8))   # every device ends a non-ring link
     True
     """
-    order = list(net.nodes)
-    if seed is not None:
-        order = [order[k] for k in check_random_state(seed).permutation(len(order))]
+    order = ring_order(net, seed)
     n, finite = len(order), np.isfinite(net.delay)
     edges = [(order[p], order[(p + offset) % n]) for p in range(n)
              for offset in _exponential_offsets(n)

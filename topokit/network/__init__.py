@@ -9,6 +9,8 @@ module                   what it holds
                          design JSON, per-device noise levels
 :mod:`.quantities`       what every system needs of a topology: adjacency, link indices,
                          DP ends, the local iterate L (eq. 8)
+:mod:`.schedule`         :class:`TopologySchedule`: a time-varying topology, one topology
+                         (mixing matrix) per training round, cyclic or generated
 :mod:`.physical`         link delays and compute times (eq. 10-12)
 :mod:`.siot`             the Santander Social-IoT data and its generator
 :mod:`.examples`         bundled example networks
@@ -38,10 +40,12 @@ from .formats import (
     save_topology,
 )
 from .quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
+from .schedule import TopologySchedule
 
 __all__ = [
     "Network",
     "Topology",
+    "TopologySchedule",
     "canonical_pair",
     "node_sort_key",
     "class_count_matrix",

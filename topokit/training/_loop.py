@@ -6,7 +6,8 @@ the buffers it reuses across rounds:
 
 - :class:`LocalSGD`: every device's ``local_steps`` minibatch SGD steps;
 - :class:`GaussianNoise`: the noise the DP devices add to what they send;
-- :func:`mixing_product`: X <- A Y, dense or CSR;
+- :func:`mixing_product`: X <- A Y, dense or CSR, and :func:`round_mixing`, the
+  product of each round (one for a static topology, one per round of a schedule);
 - :class:`StoppingRules`: divergence, target accuracy and convergence,
   checked at every checkpoint.
 
@@ -35,6 +36,7 @@ __all__ = [
     "Course",
     "run_rounds",
     "mixing_product",
+    "round_mixing",
     "LocalSGD",
     "GaussianNoise",
     "StoppingRules",
@@ -105,6 +107,24 @@ def mixing_product(weights: NDArray[np.float64]) -> Mix:
         np.matmul(weights, values, out=out)
 
     return mix
+
+
+def round_mixing(plan: TrainingPlan) -> Callable[[int], Mix]:
+    """``mix_at(t)``: the product X <- A_t Y of round t.
+
+    A static topology has one product for every round (the plan's
+    ``mixing``); a cyclic schedule one per topology of its period, built
+    once; a generated schedule a new one each round, its topology drawn and
+    checked as the round starts.
+    """
+    scheduled = plan.time_varying
+    if scheduled is None:
+        mix = mixing_product(plan.mixing)
+        return lambda t: mix
+    if scheduled.period is not None:
+        products = [mixing_product(scheduled.matrix(t)) for t in range(scheduled.period)]
+        return lambda t: products[t % len(products)]
+    return lambda t: mixing_product(scheduled.matrix(t))
 
 
 def initial_params(model: Model, n_devices: int, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -233,7 +253,8 @@ def run_rounds(
 ) -> Course:
     """Run the rounds of ``plan`` with the run's "init", "sampling" and "noise" generators.
 
-    One round: local SGD steps, noise on the DP rows, X <- A Y; the accuracy
+    One round: local SGD steps, noise on the DP rows, X <- A_t Y (the same A
+    every round unless the topology varies in time, :func:`round_mixing`); the accuracy
     is recorded at round 0 and at every checkpoint, where the stop rules are
     checked.
     """
@@ -242,7 +263,7 @@ def run_rounds(
     evaluate = plan.model.evaluator(plan.data.X_test, plan.data.codes_test)
     local_sgd = LocalSGD(plan, params.shape, rngs["sampling"])
     add_noise = GaussianNoise(plan.dp, params.shape[1], rngs["noise"])
-    mix = mixing_product(plan.mixing)
+    mix_at = round_mixing(plan)
     stopping = StoppingRules(plan.convergence)
     local, mixed = np.empty_like(params), np.empty_like(params)
     checkpoints, accuracies = [0], [evaluate(params)]
@@ -252,7 +273,7 @@ def run_rounds(
         np.copyto(local, params)
         local_sgd(local, eta)
         add_noise(local, params, eta)
-        mix(local, mixed)
+        mix_at(t)(local, mixed)
         params, mixed = mixed, params  # double buffer: the old parameters are not needed now
         done = t + 1
         if progress:

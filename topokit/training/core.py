@@ -55,6 +55,7 @@ from .._random import SeedLike, spawn_generators
 from ..errors import InvalidInputError, NotAFormalGuaranteeWarning
 from ..network.core import Network, Topology
 from ..network.quantities import local_iterate
+from ..network.schedule import TopologySchedule
 
 # Names that moved to the step modules stay importable from here ("X as X": re-exported; the
 # plain reference in topokit.testing imports ROLES and PoissonSampler).
@@ -68,7 +69,7 @@ from .plan import ROLES as ROLES
 from .plan import TrainingPlan, check_schedule, plan_training, resolve_dp, resolve_topology
 from .privacy import DPConfig
 
-__all__ = ["train", "TrainingRun", "Convergence", "check_accuracy_threshold"]
+__all__ = ["train", "TrainingRun", "Convergence", "check_accuracy_threshold", "round_clock"]
 
 
 def check_accuracy_threshold(threshold: Any, name: str = "threshold") -> float:
@@ -133,7 +134,9 @@ class TrainingRun:
     accuracy : ndarray of shape (n_checkpoints, n_devices)
         Top-1 accuracy of every device on the held-out set.
     local_iterate : float
-        The topology's local iterate L (seconds per round, eq. 8).
+        The topology's local iterate L (seconds per round, eq. 8); for a
+        time-varying topology, the mean time of the rounds run (of round 0
+        when none ran).
     wall_clock : float
         Seconds the run took on this machine.
     rounds_run : int
@@ -171,6 +174,11 @@ class TrainingRun:
         The arguments of :func:`train` (JSON-able).
     final_params : ndarray of shape (n_devices, n_params)
         Parameters after the last round (not in :meth:`to_dict`).
+    round_times : ndarray of shape (rounds_run,) or None
+        Seconds each round took, the local iterate of its topology, for a
+        time-varying topology (:class:`~topokit.network.TopologySchedule`);
+        None for a static one, whose every round takes ``local_iterate``.
+        Physical times (:meth:`elapsed`) sum them.
     """
 
     nodes: tuple
@@ -190,6 +198,25 @@ class TrainingRun:
     partition_sizes: tuple = ()
     config: dict = field(default_factory=dict)
     final_params: NDArray[np.float64] | None = None
+    round_times: NDArray[np.float64] | None = None
+
+    def elapsed(self, rounds: int | NDArray[np.int64]) -> float | NDArray[np.float64]:
+        """Physical seconds of the first ``rounds`` rounds (an int or an array of them).
+
+        rounds x L for a static topology; the sum of the rounds' own times
+        (:attr:`round_times`) for a time-varying one.
+
+        >>> run = TrainingRun(nodes=("a",), rounds=np.array([0, 2]), accuracy=np.zeros((2, 1)),
+        ...                   local_iterate=2.5, wall_clock=0.0, rounds_run=2, stop_rule="rounds",
+        ...                   round_times=np.array([2.0, 3.0]))
+        >>> run.elapsed(2), run.elapsed(run.rounds).tolist()
+        (5.0, [0.0, 5.0])
+        """
+        if self.round_times is None:
+            return rounds * self.local_iterate
+        cumulative = np.concatenate(([0.0], np.cumsum(self.round_times)))
+        elapsed = cumulative[rounds]
+        return float(elapsed) if np.ndim(elapsed) == 0 else elapsed
 
     @property
     def mean_accuracy(self) -> NDArray[np.float64]:
@@ -207,9 +234,10 @@ class TrainingRun:
         return int(self.rounds[hits[0]]) if hits.size else None
 
     def time_to(self, threshold: float) -> float | None:
-        """Physical time to ``threshold``: rounds_to(threshold) x L seconds; None if never."""
+        """Physical time to ``threshold``: rounds_to(threshold) x L seconds (the sum of the
+        round times for a time-varying topology, :meth:`elapsed`); None if never."""
         rounds = self.rounds_to(threshold)
-        return None if rounds is None else rounds * self.local_iterate
+        return None if rounds is None else self.elapsed(rounds)
 
     def reached(self, thresholds):
         """A DataFrame: per threshold, ``rounds`` and ``time`` to reach it (NaN if never)."""
@@ -221,21 +249,21 @@ class TrainingRun:
             rows.append({
                 "threshold": float(threshold),
                 "rounds": np.nan if rounds is None else float(rounds),
-                "time": np.nan if rounds is None else rounds * self.local_iterate,
+                "time": np.nan if rounds is None else self.elapsed(rounds),
             })
         return pd.DataFrame(rows, columns=["threshold", "rounds", "time"])
 
     def to_frame(self):
         """A pandas DataFrame with one row per checkpoint.
 
-        Columns: ``round``, ``time`` (round x L, seconds), ``mean_accuracy``,
+        Columns: ``round``, ``time`` (round x L, seconds; :meth:`elapsed`), ``mean_accuracy``,
         ``min_accuracy``, ``max_accuracy`` and ``accuracy[<node>]`` per device.
         """
         import pandas as pd
 
         data = {
             "round": self.rounds,
-            "time": self.rounds * self.local_iterate,
+            "time": self.elapsed(self.rounds),
             "mean_accuracy": self.mean_accuracy,
             "min_accuracy": self.accuracy.min(axis=1),
             "max_accuracy": self.accuracy.max(axis=1),
@@ -245,7 +273,9 @@ class TrainingRun:
         return pd.DataFrame(data)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able summary (node ids as strings in the per-device maps)."""
+        """JSON-able summary (node ids as strings in the per-device maps); ``round_times``
+        only for a time-varying topology."""
+        times = {} if self.round_times is None else {"round_times": self.round_times.tolist()}
         return {
             "nodes": [_jsonable(n) for n in self.nodes],
             "rounds": self.rounds.tolist(),
@@ -265,6 +295,7 @@ class TrainingRun:
             "sensitivity": [None if np.isnan(v) else float(v) for v in self.sensitivity],
             "partition_sizes": list(self.partition_sizes),
             "config": self.config,
+            **times,
         }
 
     def __repr__(self) -> str:
@@ -288,7 +319,22 @@ def _resolve_convergence(convergence: Convergence | str | None) -> Convergence |
     return convergence
 
 
-def _warn_if_nominal(dp_config: DPConfig | None, topology: Topology) -> None:
+def round_clock(net: Network, topology: Topology | TopologySchedule,
+                rounds_run: int) -> tuple[float, NDArray[np.float64] | None]:
+    """The physical time of a run: its local iterate L and its round times.
+
+    A static topology: its L (eq. 8) and None (every round takes L).  A
+    :class:`~topokit.network.TopologySchedule`: the mean time of the
+    ``rounds_run`` rounds (of round 0 if none) and each round's time.
+    """
+    if not isinstance(topology, TopologySchedule):
+        return float(local_iterate(net, topology)), None
+    times = topology.round_times(net, rounds_run)
+    mean = float(times.mean()) if rounds_run else float(topology.round_times(net, 1)[0])
+    return mean, times
+
+
+def _warn_if_nominal(dp_config: DPConfig | None, topology: Topology | TopologySchedule) -> None:
     """Warn, once per run, when the run's epsilon will not be a formal guarantee."""
     if dp_config is None or dp_config.formal or not topology.dp_devices:
         return
@@ -322,7 +368,7 @@ def _config_dict(**kwargs) -> dict[str, Any]:
 
 def train(
     net: Network,
-    topology: Topology | None,
+    topology: Topology | TopologySchedule | None,
     X: ArrayLike,
     y: ArrayLike,
     *,
@@ -345,11 +391,15 @@ def train(
     Parameters
     ----------
     net : Network
-    topology : Topology or None
+    topology : Topology, TopologySchedule or None
         The communication topology and its DP devices; None uses
         ``net.topology``.  Validated against ``net``
         (:class:`~topokit.errors.InvalidTopologyError` on a non-social link
-        between non-DP devices, unknown nodes or an infinite delay).
+        between non-DP devices, unknown nodes or an infinite delay).  A
+        :class:`~topokit.network.TopologySchedule` gives every round its own
+        topology (the same rules in every round, its DP devices adding noise
+        in every round); the run's physical time is then the sum of its
+        rounds' times (:attr:`TrainingRun.round_times`).
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
         Training data and labels (any hashable labels).
@@ -454,7 +504,7 @@ def train(
 
 def _assemble_run(
     net: Network,
-    topology: Topology,
+    topology: Topology | TopologySchedule,
     plan: TrainingPlan,
     course: Course,
     config: dict[str, Any],
@@ -463,11 +513,12 @@ def _assemble_run(
     """The TrainingRun of a finished run: its course, the DP account and the physical time."""
     dp_config = plan.dp.config
     account = plan.dp.account(course.rounds_run, net.nodes)
+    seconds, round_times = round_clock(net, topology, course.rounds_run)
     return TrainingRun(
         nodes=tuple(net.nodes),
         rounds=course.rounds,
         accuracy=course.accuracy,
-        local_iterate=float(local_iterate(net, topology)),
+        local_iterate=seconds,
         wall_clock=time.perf_counter() - started,
         rounds_run=course.rounds_run,
         stop_rule=course.stop_rule,
@@ -481,4 +532,5 @@ def _assemble_run(
         partition_sizes=tuple(int(s) for s in plan.sampler.sizes),
         config=config,
         final_params=course.final_params,
+        round_times=round_times,
     )

@@ -25,6 +25,7 @@ from .._checks import (
 )
 from ..errors import InvalidInputError, InvalidTopologyError
 from ..network.core import Network, Topology
+from ..network.schedule import TopologySchedule
 from ._sampling import PoissonSampler
 from .models import Model, make_model
 from .partition import Partitioner
@@ -38,6 +39,7 @@ __all__ = [
     "Schedule",
     "DataSplit",
     "TrainingPlan",
+    "ScheduledMixing",
     "check_schedule",
     "resolve_topology",
     "resolve_dp",
@@ -109,9 +111,14 @@ class TrainingPlan:
         Who adds noise, how much, and the accountant's inputs.
     mixing : ndarray of shape (n_devices, n_devices)
         The topology's mixing matrix A in node order (its link weights if it
-        carries any, else Lazy-Metropolis; :meth:`Topology.mixing_matrix`).
+        carries any, else Lazy-Metropolis; :meth:`Topology.mixing_matrix`);
+        round 0's for a time-varying topology.
     convergence : Convergence or None
         Early stopping; None runs every round.
+    time_varying : ScheduledMixing or None
+        The mixing matrix of every round of a time-varying topology
+        (:class:`~topokit.network.TopologySchedule`); None: ``mixing`` in
+        every round.
     """
 
     schedule: Schedule
@@ -121,10 +128,34 @@ class TrainingPlan:
     dp: DPPlan
     mixing: NDArray[np.float64]
     convergence: Convergence | None
+    time_varying: ScheduledMixing | None = None
 
     @property
     def n_devices(self) -> int:
         return self.mixing.shape[0]
+
+
+@dataclass(frozen=True, eq=False)
+class ScheduledMixing:
+    """The mixing matrices of a time-varying topology on a network, round by round.
+
+    Each round's topology is checked against the network as it is built
+    (:meth:`TopologySchedule.round_on`): the rounds of a generated schedule
+    beyond the window its construction checked are drawn only as they are
+    trained.
+    """
+
+    topologies: TopologySchedule
+    net: Network
+
+    @property
+    def period(self) -> int | None:
+        """The schedule's period (its matrices repeat); None: a new matrix every round."""
+        return self.topologies.period
+
+    def matrix(self, t: int) -> NDArray[np.float64]:
+        """W_t, the mixing matrix of round ``t`` in node order."""
+        return self.topologies.round_on(self.net, t).mixing_matrix(self.net.nodes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,17 +163,23 @@ class TrainingPlan:
 # ---------------------------------------------------------------------------------------------
 
 
-def resolve_topology(net: Any, topology: Any) -> Topology:
-    """The topology to train over (``net.topology`` for None), validated against ``net``."""
+def resolve_topology(net: Any, topology: Any) -> Topology | TopologySchedule:
+    """The topology to train over (``net.topology`` for None), validated against ``net``.
+
+    A :class:`~topokit.network.TopologySchedule` is validated over its window
+    (every round's DeepPrivacy rules, the union connected); its later rounds
+    are checked as they are trained (:class:`ScheduledMixing`).
+    """
     if not isinstance(net, Network):
         raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
     if topology is None:
         topology = net.topology
         if topology is None:
             raise InvalidTopologyError("no topology given and the network stores none")
-    if not isinstance(topology, Topology):
+    if not isinstance(topology, (Topology, TopologySchedule)):
         raise InvalidTopologyError(
-            f"topology must be a topokit Topology; got {type(topology).__name__}"
+            "topology must be a topokit Topology or TopologySchedule; got "
+            f"{type(topology).__name__}"
         )
     topology.validate(net)
     return topology
@@ -172,7 +209,8 @@ def check_schedule(
     )
 
 
-def resolve_dp(dp: DPConfig | bool | None, topology: Topology) -> DPConfig | None:
+def resolve_dp(dp: DPConfig | bool | None,
+               topology: Topology | TopologySchedule) -> DPConfig | None:
     """The DPConfig of the run: None/True mean ``DPConfig()`` if the topology has DP devices."""
     if dp is False:
         return None
@@ -315,7 +353,7 @@ def partition_rows(
 
 def plan_training(
     net: Network,
-    topology: Topology,
+    topology: Topology | TopologySchedule,
     X: ArrayLike,
     y: ArrayLike,
     *,
@@ -330,7 +368,8 @@ def plan_training(
     """Resolve the data, model, partition, DP and mixing of a run.
 
     ``rng`` is the run's "partition" generator: it draws the held-out split
-    first and the partition second.
+    first and the partition second.  The DP devices of a time-varying
+    topology add noise in every round (:attr:`TopologySchedule.dp_devices`).
     """
     data = split_data(X, y, test, net.n_devices, rng)
     model = make_model(model, data.X_train.shape[1], max(data.n_classes, 2))
@@ -347,12 +386,15 @@ def plan_training(
         rounds=schedule.rounds,
         nodes=net.nodes,
     )
+    scheduled = ScheduledMixing(topology, net) if isinstance(topology, TopologySchedule) \
+        else None
     return TrainingPlan(
         schedule=schedule,
         model=model,
         data=data,
         sampler=sampler,
         dp=dp_plan,
-        mixing=topology.mixing_matrix(net.nodes),
+        mixing=topology.mixing_matrix(net.nodes) if scheduled is None else scheduled.matrix(0),
         convergence=convergence,
+        time_varying=scheduled,
     )

@@ -49,15 +49,15 @@ from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, int_seed, keyed_seed
 from ..audit.core import check_audit_rounds, privacy_audit
 from ..design.features import FeatureSettings
-from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate
+from ..design.metrics import DEFAULT_AUDIT_ROUNDS, Metrics, evaluate, exposure
 from ..design.predictor import GlobalIteratePredictor
 from ..design.time_predictor import PREDICTOR_NAMES, load_predictor
 from ..design.workload import TOPOKIT_MODELS, Workload, check_workload
 from ..errors import InvalidInputError, NotFittedError
 from ..network.core import Network, Topology
-from ..network.quantities import local_iterate
+from ..network.schedule import TopologySchedule
 from ..training import DPConfig, TrainingRun, partition_class_counts, train
-from ..training.core import check_accuracy_threshold
+from ..training.core import check_accuracy_threshold, round_clock
 from .calibration import (
     CALIBRATION_COLUMNS,
     CalibrationResult,
@@ -81,6 +81,8 @@ __all__ = [
     "timings_path",
     "TIMING_COLUMNS",
     "TOPOLOGY_KINDS",
+    "PEER_KINDS",
+    "NOT_PREDICTED_NOTE",
     "DEFAULT_TOPOLOGIES",
     "DEFAULT_TARGETS",
     "trial_seed",
@@ -91,17 +93,35 @@ __all__ = [
 
 #: Named topology specs; ``"random:K"`` adds K random valid topologies.  ``"exponential"``
 #: is the static exponential graph of Ying et al. (NeurIPS 2021) over the usable links
-#: (:func:`~topokit.design.baselines.exponential_graph`), a peer of the field.
-TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "random")
+#: (:func:`~topokit.design.baselines.exponential_graph`), a peer of the field; the
+#: :data:`PEER_KINDS` are the time-varying peers (:mod:`topokit.design.peers`).
+TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential",
+                  "one-peer-exponential", "base", "epidemic", "random")
+#: The kinds that train over a :class:`~topokit.network.TopologySchedule`: Ying et al.'s
+#: one-peer exponential graph, Takezawa et al.'s Base-(K+1) graph (``"base:K"``) and de Vos
+#: et al.'s epidemic learning (``"epidemic:S"``).
+PEER_KINDS = ("one-peer-exponential", "base", "epidemic")
+#: The kinds written ``kind:N``, with what N is.
+_COUNTED_KINDS = {"random": "K random valid topologies",
+                  "base": "the Base-(K+1) graph's max degree",
+                  "epidemic": "the peers a device sends to each round"}
 #: The kinds as a user reads them in a message.
-_KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, random:K (K random valid "
-               "topologies)")
+_KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, one-peer-exponential, "
+               "base:K (Base-(K+1) graph, max degree K), epidemic:S (S random peers a round), "
+               "random:K (K random valid topologies)")
+#: What validate says of the topologies whose time no predictor judges (in the result's
+#: config, ``not_predicted``, and under the command's tables).
+NOT_PREDICTED_NOTE = (
+    "the predictors judge static topologies: the prediction columns (H, gap, G', G'L, the "
+    "features, the stranger audit) of a time-varying topology are NaN; its measured time is "
+    "the sum of its rounds' times"
+)
 
 #: What :func:`validate` compares by default: AutoTag's design and the three baselines.
 DEFAULT_TOPOLOGIES = ("autotag", "ndlf", "dlfdp", "erg")
 
 # Sub-streams of the validation seed (keyed_seed(seed, role, index)).
-_TRIAL, _ERG, _RANDOM, _OPTIMIZE = 0, 1, 2, 3
+_TRIAL, _ERG, _RANDOM, _OPTIMIZE, _EPIDEMIC = 0, 1, 2, 3, 4
 
 
 def trial_seed(seed: int, trial: int) -> int:
@@ -134,27 +154,37 @@ _TRAIN_DEFAULTS = {name: parameter.default
 class TopologySpec(NamedTuple):
     """One entry of the ``topologies`` argument of :func:`validate`, not built yet.
 
-    ``item`` is the Topology of a user's entry (kind ``"custom"``), K for
-    ``random:K`` and None for a named design or baseline.
+    ``item`` is the Topology (or schedule, or design) of a user's entry (kind
+    ``"custom"``), N for ``random:K``, ``base:K`` and ``epidemic:S``, and None
+    for a named design or baseline.
     """
 
     name: str
     kind: str
-    item: Topology | int | None
+    item: Topology | TopologySchedule | int | None
 
 
 def _parse_spec(spec: str) -> tuple[str, int]:
-    """(kind, count) of a spec string: count is K for ``random:K``, else 1."""
+    """(kind, count) of a spec string: count is N of ``random:K``, ``base:K`` and
+    ``epidemic:S``, else 1.
+
+    >>> _parse_spec("base:2"), _parse_spec("one-peer-exponential")
+    (('base', 2), ('one-peer-exponential', 1))
+    """
     text = spec.strip().lower()
-    kind, _, count = text.partition(":")
-    if kind not in TOPOLOGY_KINDS or (kind == "random") != bool(count):
+    kind, colon, count = text.partition(":")
+    if kind not in TOPOLOGY_KINDS or (kind in _COUNTED_KINDS) != bool(colon):
         raise InvalidInputError(
             f"unknown topology spec {spec!r}; expected one of {_KINDS_TEXT}, or a Topology"
         )
-    if kind != "random":
+    if kind not in _COUNTED_KINDS:
         return kind, 1
-    if not count.isdigit() or int(count) < 1:
-        raise InvalidInputError(f"random:K needs a positive integer K; got {spec!r}")
+    if not count.strip().isdigit() or int(count) < 1:
+        letter = "S" if kind == "epidemic" else "K"
+        raise InvalidInputError(
+            f"{kind}:{letter} needs a positive integer {letter} ({_COUNTED_KINDS[kind]}); "
+            f"got {spec.strip()!r}"
+        )
     return kind, int(count)
 
 
@@ -183,17 +213,20 @@ def _parse_entry(name: Any, value: Any) -> TopologySpec:
 
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"topology names must be non-empty strings; got {name!r}")
-    if isinstance(value, (Topology, Design)):
+    if isinstance(value, (Topology, TopologySchedule, Design)):
         return TopologySpec(name, "custom", value)
     if not isinstance(value, str):
         raise InvalidInputError(
             f"topology {name!r} must be a Topology or a spec string; got {type(value).__name__}"
         )
     kind, count = _parse_spec(value)
-    # A spec given as itself ("random:3" -> "random:3") is named by its kind.
+    # A spec given as itself ("random:3" -> "random:3") is named by its kind; a peer with a
+    # count by the kind and count ("base:2").
     named_by_kind = name.strip().lower() == value.strip().lower()
     if kind == "random":
         return TopologySpec(name.split(":")[0] if named_by_kind else name, kind, count)
+    if kind in _COUNTED_KINDS:
+        return TopologySpec(f"{kind}:{count}" if named_by_kind else name, kind, count)
     return TopologySpec(kind if named_by_kind else name, kind, None)
 
 
@@ -217,12 +250,12 @@ def parse_topology_specs(
 
 
 class BuiltTopology(NamedTuple):
-    """A topology that :func:`validate` trains over, with its name and kind (and the design
-    it came from, when a user gave a :class:`~topokit.design.Design`)."""
+    """A topology (or schedule) that :func:`validate` trains over, with its name and kind
+    (and the design it came from, when a user gave a :class:`~topokit.design.Design`)."""
 
     name: str
     kind: str
-    topology: Topology
+    topology: Topology | TopologySchedule
     design: Any = None
 
 
@@ -249,6 +282,22 @@ def _random_topologies(net: Network, spec: TopologySpec, start: int,
     ]
 
 
+def _peer_schedule(net: Network, spec: TopologySpec, seed: int) -> TopologySchedule:
+    """The schedule of a peer spec: in node order (the exponential graph's ring order), one
+    schedule for every trial (epidemic's draws seeded from the validation seed).  What the
+    network cannot give is refused in one line naming the spec."""
+    from ..design.peers import base_graph, epidemic, one_peer_exponential
+
+    try:
+        if spec.kind == "one-peer-exponential":
+            return one_peer_exponential(net)
+        if spec.kind == "base":
+            return base_graph(net, spec.item)
+        return epidemic(net, spec.item, seed=keyed_seed(seed, _EPIDEMIC, 0))
+    except InvalidInputError as exc:
+        raise type(exc)(f"topology {spec.name!r}: {exc.args[0]}") from None
+
+
 def _build_topologies(net: Network, specs: Sequence[TopologySpec],
                       settings: _Settings) -> list[BuiltTopology]:
     from ..design import autotag
@@ -268,7 +317,7 @@ def _build_topologies(net: Network, specs: Sequence[TopologySpec],
             continue
         if spec.kind == "custom":
             given = spec.item
-            if not isinstance(given, Topology):  # a Design: trained with its own noise
+            if not isinstance(given, (Topology, TopologySchedule)):  # a Design: its own noise
                 built.append(BuiltTopology(spec.name, spec.kind, given.topology.validate(net),
                                            given))
                 continue
@@ -283,6 +332,8 @@ def _build_topologies(net: Network, specs: Sequence[TopologySpec],
             topology = dlfdp(net)
         elif spec.kind == "exponential":  # in node order: the same graph every trial
             topology = exponential_graph(net)
+        elif spec.kind in PEER_KINDS:
+            topology = _peer_schedule(net, spec, seed)
         else:  # erg
             topology = erg(net, seed=keyed_seed(seed, _ERG, 0), reference=design)
         built.append(BuiltTopology(spec.name, spec.kind, topology))
@@ -330,7 +381,7 @@ class _Piece:
     net: Network
     name: str
     kind: str
-    topology: Topology
+    topology: Topology | TopologySchedule
     trial: int
     seed: int
     X: Any
@@ -354,8 +405,11 @@ def _run_features(piece: _Piece, run) -> dict[str, float]:
     """The topology's features for the run's own settings and partition (FEATURE_COLUMNS).
 
     The noise features are NaN when the noise depended on the data
-    (``sensitivity="paper"``): no setting describes it.
+    (``sensitivity="paper"``): no setting describes it.  All are NaN for a
+    time-varying topology (the features describe one mixing matrix).
     """
+    if isinstance(piece.topology, TopologySchedule):
+        return dict.fromkeys(FEATURE_COLUMNS, float("nan"))
     config = run.config
     dp = config.get("dp") or {}
     multipliers = [z for z in run.noise_multiplier.values() if z is not None]
@@ -385,10 +439,12 @@ def _stranger_audit(piece: _Piece, run) -> dict[str, float]:
     fewer examples than the batch size adds more noise.  NaN when the audit is
     off (``audit_rounds=0``) or the noise depended on the data
     (``sensitivity="paper"``): no z describes it.  The worst finite mu is NaN
-    when every stranger pair is exposed.
+    when every stranger pair is exposed.  NaN for a time-varying topology: the
+    audit gossips over one topology.
     """
     dp = run.config.get("dp") or {}
-    if piece.audit_rounds == 0 or (run.dp_devices and dp.get("sensitivity") != "clipped"):
+    if piece.audit_rounds == 0 or isinstance(piece.topology, TopologySchedule) or (
+            run.dp_devices and dp.get("sensitivity") != "clipped"):
         return {"exposed_stranger_pairs": np.nan, "stranger_mu_max": np.nan}
     noise = {node: z for node, z in run.noise_multiplier.items() if z is not None}
     summary = privacy_audit(piece.net, piece.topology, rounds=piece.audit_rounds,
@@ -438,7 +494,7 @@ def _run_rows(piece: _Piece, run, metrics, variance: float) -> pd.DataFrame:
             "predicted_global_iterate": metrics.predicted_global_iterate,
             "pseudo_time": metrics.pseudo_time,
             "measured_rounds": np.nan if rounds is None else float(rounds),
-            "measured_time": np.nan if rounds is None else rounds * run.local_iterate,
+            "measured_time": np.nan if rounds is None else run.elapsed(rounds),
             "final_accuracy": run.final_accuracy, "rounds_run": run.rounds_run,
             "stop_rule": run.stop_rule, "epsilon": epsilon, "dp_formal": bool(run.dp_formal),
             "stranger_pairs": metrics.stranger_pairs, "exposed_pairs": metrics.exposed_pairs,
@@ -451,7 +507,7 @@ def _run_curve(piece: _Piece, run) -> pd.DataFrame:
     """The run's averaged accuracy at every checkpoint, by round and physical time."""
     return pd.DataFrame({
         "topology": piece.name, "kind": piece.kind, "trial": piece.trial, "round": run.rounds,
-        "time": run.rounds * run.local_iterate, "mean_accuracy": run.mean_accuracy,
+        "time": run.elapsed(run.rounds), "mean_accuracy": run.mean_accuracy,
     })
 
 
@@ -485,12 +541,37 @@ def _measure(piece: _Piece) -> _Measured:
                     **piece.train_kwargs)
         _check_partition(piece, run)
     variance = noise_variance(run)
-    metrics = evaluate(piece.net, piece.topology, piece.predictor,
-                       noise_variance=variance if _uses_noise_variance(piece.predictor) else None)
+    if isinstance(piece.topology, TopologySchedule):
+        metrics = _schedule_metrics(piece.net, piece.topology, run)
+    else:
+        metrics = evaluate(piece.net, piece.topology, piece.predictor, noise_variance=variance
+                           if _uses_noise_variance(piece.predictor) else None)
     timing = pd.DataFrame([{"topology": piece.name, "kind": piece.kind, "trial": piece.trial,
                             "seed": piece.seed, "wall_clock": run.wall_clock}],
                           columns=list(TIMING_COLUMNS))
     return _Measured(_run_rows(piece, run, metrics, variance), _run_curve(piece, run), timing)
+
+
+def _schedule_metrics(net: Network, schedule: TopologySchedule, run) -> Metrics:
+    """What the runs table says of a time-varying topology beside what was measured.
+
+    No predictor judges a schedule (eq. 15 and the fitted predictors take one
+    mixing matrix), so H, the gap, G' and G' L are NaN, and so is the count of
+    exposed pairs (the exposure walks one topology); :data:`NOT_PREDICTED_NOTE`
+    says so in the result.  Known: phi (its DP devices, which add noise every
+    round), L (the mean time of the rounds run), the links of the union over
+    its window, the stranger pairs (of the network).
+    """
+    nan = float("nan")
+    union = schedule.union()
+    return Metrics(
+        hitting_time=nan, spectral_gap=nan,
+        phi=len(schedule.dp_devices) / net.n_devices, local_iterate=run.local_iterate,
+        predicted_global_iterate=nan, pseudo_time=nan, n_devices=net.n_devices,
+        n_links=union.n_links, n_non_social_links=len(union.non_social_edges(net)),
+        n_dp_devices=len(schedule.dp_devices), connected=True,
+        stranger_pairs=exposure(net, union).stranger_pairs, exposed_pairs=nan,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,11 +695,12 @@ def _user_run(piece: _Piece) -> TrainingRun:
     accuracies = _call_trainer(piece, plan.schedule.rounds, dp_config)
     nodes = tuple(piece.net.nodes)
     noisy = [nodes[row] for row in plan.dp.rows]
+    seconds, round_times = round_clock(piece.net, piece.topology, int(accuracies.size))
     return TrainingRun(
         nodes=nodes,
         rounds=np.arange(1, accuracies.size + 1, dtype=np.int64),
         accuracy=accuracies[:, None],
-        local_iterate=float(local_iterate(piece.net, piece.topology)),
+        local_iterate=seconds,
         wall_clock=time.perf_counter() - started,
         rounds_run=int(accuracies.size),
         stop_rule=USER_TRAINER_STOP_RULE,
@@ -632,6 +714,7 @@ def _user_run(piece: _Piece) -> TrainingRun:
         sensitivity=plan.dp.device_sensitivity(plan.n_devices),
         partition_sizes=tuple(int(size) for size in plan.sampler.sizes),
         config=_user_run_config(plan, dp_config),
+        round_times=round_times,
     )
 
 
@@ -1258,6 +1341,8 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
 
     ``"trainer"`` (the user's trainer's ``module.qualname``) only when one
     was given: the config of a run of the core is as before.
+    ``"not_predicted"`` (the time-varying topologies, and why their
+    predictions are NaN) only when there are some.
     """
     config = {
         "network": net.name, "dataset": settings.data.name, "targets": list(settings.targets),
@@ -1268,6 +1353,9 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
     }
     if settings.trainer is not None:
         config["trainer"] = _trainer_name(settings.trainer)
+    unjudged = [b.name for b in built if isinstance(b.topology, TopologySchedule)]
+    if unjudged:  # only then: the config (and job) of static topologies is as before
+        config["not_predicted"] = {"topologies": unjudged, "why": NOT_PREDICTED_NOTE}
     return config
 
 
@@ -1325,11 +1413,19 @@ def validate(
         ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link count),
         ``"exponential"`` (Ying et al.'s static exponential graph over the
         usable links, devices on the ring in node order:
-        :func:`~topokit.design.baselines.exponential_graph`),
-        ``"random:K"`` (K random valid connected topologies, named
-        ``random-0`` ...); a comma-separated string is split.  A dict maps
-        names to Topology objects, :class:`~topokit.design.Design` objects (or
-        :func:`topokit.load_design`'s) or specs.  A Design trains as it was
+        :func:`~topokit.design.baselines.exponential_graph`), the
+        time-varying peers over the usable links in the same node order
+        (:mod:`topokit.design.peers`): ``"one-peer-exponential"`` (Ying et
+        al.), ``"base:K"`` (Takezawa et al.'s Base-(K+1) graph, at most K
+        peers a round) and ``"epidemic:S"`` (de Vos et al., S random peers a
+        round, drawn from ``seed``), ``"random:K"`` (K random valid connected
+        topologies, named ``random-0`` ...); a comma-separated string is
+        split.  A dict maps names to Topology objects,
+        :class:`~topokit.network.TopologySchedule` objects,
+        :class:`~topokit.design.Design` objects (or
+        :func:`topokit.load_design`'s) or specs.  A time-varying topology's
+        measured time is the sum of its rounds' times, and its predictions
+        are NaN (``config["not_predicted"]`` says so).  A Design trains as it was
         designed: its DP devices add the noise it decided
         (``Design.noise``, per round at its delta), and its runs are predicted
         by its own predictor (:meth:`~topokit.design.Design.judge`) unless
@@ -1390,7 +1486,9 @@ def validate(
         counts), ``seed`` the trial's seed (the same for every topology),
         ``config`` the :class:`~topokit.training.DPConfig` the core would use
         for the topology's DP devices (None: no noise, which
-        :func:`~topokit.training.train` spells ``dp=False``).  With ``n_jobs``
+        :func:`~topokit.training.train` spells ``dp=False``).  A time-varying
+        topology comes as its :class:`~topokit.network.TopologySchedule`
+        (round t mixes with ``topology.mixing_at(t, net.nodes)``).  With ``n_jobs``
         other than 1 or a ``scheduler`` the trainer is sent to the workers,
         so it must pickle (joblib and Dask use cloudpickle: a module-level
         function, or a closure over picklable data); with ``n_jobs=1`` any
@@ -1421,6 +1519,9 @@ def validate(
     InvalidInputError
         An unknown topology spec, a target outside (0, 1], a bad number of
         trials, an unknown training option, or a parts folder of another job;
+        a peer the network cannot give (``base:K`` with K below 1 or above
+        n - 1, ``epidemic:S`` with S above a device's usable degree, a link
+        it needs with an infinite delay, named);
         a ``trainer`` that cannot be called as above, raises, or returns
         anything but 1 to ``rounds`` finite accuracies in [0, 1] (one line
         naming the topology and trial).

@@ -61,11 +61,15 @@ class ValidationResult:
         never reached).
     curves : DataFrame
         Averaged accuracy at every checkpoint: ``topology``, ``kind``,
-        ``trial``, ``round``, ``time`` (round x L, seconds), ``mean_accuracy``.
+        ``trial``, ``round``, ``time`` (round x L, seconds; the sum of the
+        rounds' times for a time-varying topology), ``mean_accuracy``.
     topologies : dict
-        Name -> Topology that was trained over.
+        Name -> Topology (or :class:`~topokit.network.TopologySchedule`) that
+        was trained over.
     config : dict
-        The settings of the run (JSON-able).
+        The settings of the run (JSON-able); ``config["not_predicted"]``
+        names the time-varying topologies, whose predictions are NaN, and says
+        why (absent when there are none).
     timings : DataFrame or None
         Wall-clock seconds of every training run (:data:`TIMING_COLUMNS`), kept
         apart from ``frame`` so that the same seed gives the same results table.
@@ -106,7 +110,9 @@ class ValidationResult:
         are the runs where a prediction is most wrong if it calls them fast.
         A prediction of ``inf`` (a predictor that says "never") ranks slowest
         too.  The figures over the runs that reached the target alone, what
-        this method reported before, stand beside them.
+        this method reported before, stand beside them.  The runs of the
+        topologies nothing predicted (``config["not_predicted"]``) are left
+        out.
 
         Parameters
         ----------
@@ -126,8 +132,10 @@ class ValidationResult:
             the target.  NaN where fewer than 3 pairs or one side is constant.
         """
         check_choice(by, "by", ("run", "topology"))
+        unjudged = (self.config.get("not_predicted") or {}).get("topologies", [])
+        judged = self.frame[~self.frame["topology"].isin(unjudged)] if unjudged else self.frame
         records = []
-        for target, group in self.frame.groupby("target", sort=True):
+        for target, group in judged.groupby("target", sort=True):
             ranked = _ranked_units(group, by)
             reached = ranked[np.isfinite(ranked["measured_time"])]
             record = {"target": float(target), "n": int(len(ranked)),
