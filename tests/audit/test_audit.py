@@ -72,6 +72,21 @@ def test_walk_exposure_on_a_path_stops_at_the_horizon():
         assert (column[rounds + 1:] == 0).all()
 
 
+def test_walk_exposure_counts_many_predecessors():
+    """Owner i is three hops from observer k through 200 parallel devices (k - j - y_m - i):
+    i has 200 predecessors on the walks' frontier, more than a small integer type counts,
+    and is exposed at T = 3, out of reach at T = 2."""
+    social = nx.Graph([("k", "j")] + [("j", m) for m in range(200)]
+                      + [(m, "i") for m in range(200)])
+    n = social.number_of_nodes()
+    net = topokit_network(social, np.ones((n, n)) - np.eye(n))
+    i, k = net.index["i"], net.index["k"]
+    for rounds, expected in ((3, np.inf), (2, 0.0)):
+        mu = privacy_audit(net, Topology(social.edges), rounds=rounds, noise_multiplier=0.0,
+                           observers=["k"]).mu
+        assert mu[i, k] == expected
+
+
 def topokit_network(social, delay):
     from topokit import Network
 

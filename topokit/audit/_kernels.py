@@ -184,12 +184,13 @@ def _reached(weights: sp.csr_array, sources: NDArray[np.int64], hidden: NDArray[
     """
     if steps < 1:
         return np.zeros(hidden.size)
-    into_hidden = (weights[hidden][:, sources] != 0).astype(np.int8)
-    among_hidden = (weights[hidden][:, hidden] != 0).astype(np.int8)
+    # Counts of walks' predecessors in int64: a device can have more than 127 of them.
+    into_hidden = (weights[hidden][:, sources] != 0).astype(np.int64)
+    among_hidden = (weights[hidden][:, hidden] != 0).astype(np.int64)
     frontier = np.asarray(into_hidden.sum(axis=1)).ravel() > 0
     reached = frontier.copy()
     for _ in range(steps - 1):
-        following = (among_hidden @ frontier.astype(np.int8)) > 0
+        following = (among_hidden @ frontier.astype(np.int64)) > 0
         if np.array_equal(following, frontier):
             break  # the walks' ends repeat from here on
         frontier = following
