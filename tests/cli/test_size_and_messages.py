@@ -3,8 +3,9 @@ folders where files go.
 
 Every case: exit status 2, one ``error:`` line, no traceback, nothing written.
 
-1. ``generate siot`` of a network whose file (its n x n delays) cannot be
-   written here is refused before it is generated, with the estimate.
+1. ``generate siot`` of a network that cannot be generated and written here,
+   or whose file could not be loaded here, is refused before it is
+   generated, with the estimate.
 2. ``design`` of a network too large for the memory available is refused
    before the network file is read (or, for an example, before the design
    runs), with the estimate, what is available and how to shrink the run;
@@ -69,27 +70,40 @@ def positions_network(path: Path, n: int) -> Path:
 # 1. generate siot
 # ---------------------------------------------------------------------------------------------
 
-def test_a_siot_network_too_large_to_write_is_refused_with_the_estimate(tmp_path, memory):
-    memory(16 * GIB)
+@pytest.fixture
+def never_generated(monkeypatch):
+    """Fail the test, before any memory is taken, if a network is generated."""
+    def never(*args, **kwargs):
+        raise AssertionError("the network was generated")
+
+    monkeypatch.setattr("topokit.network.siot.siot", never)
+
+
+def test_a_siot_network_too_large_to_write_is_refused_with_the_estimate(tmp_path, memory,
+                                                                        never_generated):
+    memory(4 * GIB)
     out = tmp_path / "big.json"
     line = check_one_line(["generate", "siot", "--devices", "20000", "-o", str(out)],
-                          "--devices 20000", "20,000 x 20,000 delay matrix", "a file of about",
-                          "GiB of memory to write", "16 GiB available", "or fewer")
+                          "--devices 20000", "20,000 x 20,000 delays", "social links",
+                          "generating it needs about", "GiB of memory", "4 GiB available",
+                          "or fewer")
     fits = int(line.split("--devices ")[-1].split()[0])
-    assert 18000 < fits < 19000  # 50 bytes a pair in 16 GiB: about 18,500 devices
+    assert 10000 < fits < 11000  # 25 bytes a pair and 450 a link in 4 GiB: about 10,700
     assert listing(tmp_path) == []
 
 
-def test_a_graphml_siot_network_needs_more_memory(tmp_path, memory):
-    """GraphML's writer holds every delay as a Python float: 75 bytes a pair, not 50."""
-    memory(16 * GIB)
-    line = check_one_line(["generate", "siot", "--devices", "16000", "-o",
-                           str(tmp_path / "big.graphml")], "GiB of memory to write")
-    assert 15000 < int(line.split("--devices ")[-1].split()[0]) < 16000
+def test_a_graphml_siot_network_needs_more_memory(tmp_path, memory, never_generated):
+    """GraphML's writer holds an XML element per link: 950 bytes a link, not 450."""
+    memory(4 * GIB)
+    assert _sizes.siot_memory(10000) < 4 * GIB < _sizes.siot_memory(10000, graphml=True)
+    line = check_one_line(["generate", "siot", "--devices", "10000", "-o",
+                           str(tmp_path / "big.graphml")], "GiB of memory")
+    assert 7500 < int(line.split("--devices ")[-1].split()[0]) < 10000
     assert listing(tmp_path) == []
 
 
-def test_a_siot_network_too_large_for_the_disk_is_refused(tmp_path, memory, monkeypatch):
+def test_a_siot_network_too_large_for_the_disk_is_refused(tmp_path, memory, monkeypatch,
+                                                         never_generated):
     memory(1e12)
     monkeypatch.setattr(_sizes, "_free_disk", lambda path: 1e6)
     check_one_line(["generate", "siot", "--devices", "1000", "-o", str(tmp_path / "n.json")],
@@ -294,17 +308,19 @@ def test_the_audit_estimate_grows_with_rounds_threads_and_neighbours():
 # ---------------------------------------------------------------------------------------------
 
 def test_a_large_network_file_holds_a_delay_row_and_a_link_a_line(tmp_path):
-    from topokit import Topology
+    from topokit import Network, Topology
     from topokit.network.formats import COMPACT_FROM_DEVICES, load_network
     from topokit.network.siot import siot
 
     net = siot(COMPACT_FROM_DEVICES, seed=0)
-    net = net.with_topology(Topology(list(net.social.edges)[:3], []))  # stays indented
+    n, links = net.n_devices, net.social.number_of_edges()
+    delay = np.random.default_rng(0).random((n, n))  # no model, no shared value: the matrix
+    net = Network(net.social, net.compute_time, delay + delay.T,
+                  topology=Topology(list(net.social.edges)[:3], []))  # stays indented
     path = save_network(net, tmp_path / "n.json")
     lines = path.read_text().splitlines()
-    n, links = net.n_devices, net.social.number_of_edges()
     assert sum(line.startswith("   [") for line in lines) == n  # a delay row a line
-    assert sum(line.startswith('  {"source": ') for line in lines) == links
+    assert sum(line.startswith('  {"source":') for line in lines) == links  # a link a line
     assert len(lines) < 12 * n + links + 100
     again = load_network(path)
     assert np.array_equal(again.delay, net.delay) and again.nodes == net.nodes

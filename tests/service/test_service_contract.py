@@ -196,7 +196,7 @@ NETWORK_PLACES = {
                        _graph_attribute("topokit_format")),
     "physical_model": (("NetworkGraph", "properties", "physical_model"),
                        _graph_attribute("physical_model")),
-    "delay": (("NetworkGraph", "properties", "delay", "anyOf", 0, "items", "items"),
+    "delay": (("NetworkGraph", "properties", "delay", "anyOf", 0, "oneOf", 0, "items", "items"),
               _delay_of_a_pair),
 }
 

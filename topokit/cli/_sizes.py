@@ -23,14 +23,21 @@ size on networks of 300 to 8,000 devices (Python 3.11, numpy 2), in bytes:
     running budget and, without ``--nep-patience``, a snapshot per pair for
     every budget, (n + 1) x pairs x 48 bytes (24 GB at 1,000 devices).
 Loading a network file (every command that reads one, before it is read)
-    Parsing a stored n x n delay matrix: about 100 n^2 above the interpreter
+    A stored n x n delay matrix: about 100 n^2 above the interpreter
     (resident: 117 n^2 at 2,000 devices, 95 at 4,000, 87 at 8,000; SIoT files,
     6-20 % of the pairs social; the JSON's Python floats, the social graph and
-    the arrays built from them), the same for the one-value-a-line and the
-    compact layout of :func:`topokit.network.save_network`.  Computing the delays
-    from positions: 25 n^2 at 4,000 and 8,000 devices; 26 n^2.  ``analyze``'s
-    metrics stay below the loading peak (``--audit-rounds 0``: 0.63 GB resident
-    at 1,500 devices, 1.15 GB at 3,000).
+    the arrays built from them; 100 n^2 for random delays at 2,000 devices),
+    the same for the one-value-a-line and the compact layout of
+    :func:`topokit.network.save_network`.  Delays computed from positions: 25
+    n^2 at 4,000 and 8,000 devices with few links, 26 n^2; the social links
+    add about 310-335 bytes each in JSON (SIoT files of 1,000 to 5,000
+    devices, 126,000 to 1.39 million links: 65, 229 and 1,029 MiB), 350, and
+    about 1,000 in GraphML (146, 473 and 1,765 MiB), 1,050.  Sparse delays
+    (a default and the pairs that differ): the positions' 26 n^2 and links'
+    350, and 192 bytes per listed pair (SIoT files of 1,000 and 2,000 devices
+    with 125,000 and 525,000 listed pairs), 200.  ``analyze``'s metrics stay
+    below the loading peak (``--audit-rounds 0``: 0.63 GB resident at 1,500
+    devices, 1.15 GB at 3,000).
 ``topokit audit`` (and the stranger audits of ``analyze`` and ``validate``)
     The loaded network, the audit's five (n, n) arrays (40 n^2) and, per
     ``--n-jobs`` thread, the largest workspace of an observer as the audit bounds
@@ -53,15 +60,26 @@ Loading a network file (every command that reads one, before it is read)
     The designs they make (``design_memory``: optimize for ``probe`` and the
     optimize spec, exact AutoTag on one thread for the autotag and erg specs).
 ``topokit generate siot``
-    The network and its writer.  JSON (each delay row and social link on one
-    line from 200 devices on): 0.28 GB resident at 1,000 devices, 0.54 at
-    2,000, 1.01 at 4,000, 2.78 at 8,000 (43 n^2): 50 n^2.  GraphML, whose writer
-    holds every delay as a Python float: 0.75 / 1.43 / 4.59 GB at 2,000 / 4,000 /
-    8,000 devices (72 n^2): 75 n^2.  The file: 10.9, 10.0, 7.8 and 6.9 bytes per
-    n^2 at 1,000 to 8,000 devices (GraphML 7.1 at 8,000): 10 n^2.  One value a
-    line, as before: 1.21 GB, 60.1 MB and 5.8 s at 2,000 devices, 3.16 GB,
-    197 MB and 18.6 s at 4,000 (now 0.54 GB, 40.1 MB, 4.1 s and 1.01 GB, 125 MB,
-    10.4 s).
+    The network, built from its n x n delays: the delays, the network's
+    checked copy and the checks' temporaries, 25 n^2, and the social graph
+    and the generator's link lists, about 450 bytes a link.  Its file stores
+    no delays (the positions and the radio model give them), so writing it
+    adds nothing to that peak, and grows with the devices and links: about
+    120 bytes a device and 7.1 a link in JSON (the links of a device on one
+    line), 43 a link in GraphML (whose writer holds an XML element per link,
+    about 500 bytes more a link).  The SIoT generator's links per device grow,
+    then level off as its synthetic city grows with the devices at a constant
+    density: 85, 126, 203, 278 and 225 at 500, 1,000, 2,000, 5,000 and 16,000
+    devices (3.8, 4.0, 4.6, 3.9 and 1.8 n^1.5 links); a smaller
+    ``--metres-per-unit`` links more, 1.2 to 1.5 times as many at half the
+    default.  Estimate: the smaller of 4.6 n^1.5 and 300 n links, times the
+    default scale over the given one, at most every pair.  Measured (resident
+    peak above the command's 190 MiB at 16 devices, file): 47 MiB and 0.9 MB at
+    1,000 devices, 203 MiB and 3.2 MB at 2,000, 955 MiB and 10.5 MB at 5,000
+    (GraphML: 121 MiB and 5.3 MB, 443 MiB and 17.8 MB, 1,589 MiB and 61 MB);
+    when the file stored the delays: 87 MiB and 10.9 MB, 341 MiB and 40.1 MB,
+    1,334 MiB and 202 MB.  ``generate`` refuses a network that it, or loading
+    its file (``analyze``, ``design``), cannot hold.
 """
 
 from __future__ import annotations
@@ -90,17 +108,34 @@ __all__ = [
     "Run",
     "audit_run",
     "design_run",
+    "siot_links",
+    "siot_memory",
+    "siot_file_bytes",
     "SIOT_BYTES_PER_PAIR",
-    "SIOT_GRAPHML_BYTES_PER_PAIR",
-    "SIOT_FILE_BYTES_PER_PAIR",
+    "SIOT_BYTES_PER_LINK",
+    "SIOT_GRAPHML_BYTES_PER_LINK",
+    "SIOT_FILE_BYTES_PER_DEVICE",
+    "SIOT_FILE_BYTES_PER_LINK",
+    "SIOT_GRAPHML_FILE_BYTES_PER_LINK",
+    "SIOT_LINKS_PER_N15",
+    "SIOT_LINKS_PER_DEVICE",
 ]
 
-#: Peak bytes of ``topokit generate siot`` per n^2 (network and JSON writer).
-SIOT_BYTES_PER_PAIR = 50.0
-#: The same with a GraphML ``--output`` (its writer holds every delay as a Python float).
-SIOT_GRAPHML_BYTES_PER_PAIR = 75.0
-#: Bytes of the written network file per n^2 (its delay matrix and social links).
-SIOT_FILE_BYTES_PER_PAIR = 10.0
+#: Peak bytes of ``topokit generate siot`` per n^2: the delays and the network's copy.
+SIOT_BYTES_PER_PAIR = 25.0
+#: The same per social link: the social graph and the generator's link lists.
+SIOT_BYTES_PER_LINK = 450.0
+#: More per link with a GraphML ``--output``: its writer's XML element of each link.
+SIOT_GRAPHML_BYTES_PER_LINK = 500.0
+#: Bytes of a written network file (it stores no delays) per device.
+SIOT_FILE_BYTES_PER_DEVICE = 150.0
+#: The same per social link, in JSON (a node-link record a line) and in GraphML.
+SIOT_FILE_BYTES_PER_LINK = 34.0
+SIOT_GRAPHML_FILE_BYTES_PER_LINK = 45.0
+#: Social links of a generated SIoT network at the default scale, estimated: per n^1.5 (3.8-4.6
+#: measured up to 5,000 devices) and, at most, per device (at most 278 measured).
+SIOT_LINKS_PER_N15 = 4.6
+SIOT_LINKS_PER_DEVICE = 300.0
 
 # topokit design, per n^2 and per finite-delay pair (see the module docstring).
 _NETWORK = 9.0
@@ -109,9 +144,18 @@ _REFERENCE_TEMPORARIES = 25.0
 _REFERENCE_PEAK_PER_PAIR = 480.0
 _REFERENCE_HELD_PER_PAIR = 150.0
 _SEARCH_PER_THREAD = 80.0
-# Loading a network file, per n^2.
+# Loading a network file: per n^2 (a stored matrix; from positions or a sparse form), per
+# social link (JSON, GraphML) and per listed pair of the sparse form.
 _LOAD_DELAYS = 100.0
 _LOAD_POSITIONS = 26.0
+_LOAD_LINK = 350.0
+_LOAD_GRAPHML_LINK = 1050.0
+_LOAD_LISTED = 200.0
+# A network file of fewer devices stores the n x n delays one value a line (bytes per n^2,
+# links as node-link records).
+_SMALL_FILE_PER_PAIR = 30.0
+_SMALL_FILE_PER_LINK = 45.0
+_COMPACT_FROM_DEVICES = 200  # topokit.network.formats.COMPACT_FROM_DEVICES, without numpy
 
 _CHUNK = 1 << 24
 
@@ -170,58 +214,95 @@ class NetworkFileSize:
 
     ``n_devices`` counts the device entries; ``min_pairs`` is a lower bound on
     the pairs with a finite delay (0 when the file does not tell); ``delays``
-    says whether the file stores the n x n delay matrix (else the delays are
-    computed from positions when it is loaded).
+    says whether the file stores delays (else they are computed from
+    positions when it is loaded), ``sparse`` whether as a default and the
+    ``listed`` pairs that differ (else the n x n matrix); ``links`` counts the
+    social links and ``graphml`` says the format.
     """
 
     n_devices: int
     min_pairs: int
     delays: bool
+    sparse: bool = False
+    links: int = 0
+    listed: int = 0
+    graphml: bool = False
 
     @property
     def loading_bytes(self) -> float:
         """The peak memory of loading the file."""
-        per_pair = _LOAD_DELAYS if self.delays else _LOAD_POSITIONS
-        return per_pair * float(self.n_devices) ** 2
+        n2 = float(self.n_devices) ** 2
+        if self.delays and not self.sparse:  # measured with the links of SIoT files
+            return _LOAD_DELAYS * n2
+        per_link = _LOAD_GRAPHML_LINK if self.graphml else _LOAD_LINK
+        return _LOAD_POSITIONS * n2 + per_link * self.links + _LOAD_LISTED * self.listed
 
 
 _JSON_DEVICE = re.compile(rb'"compute_time"')
 _GRAPHML_DEVICE = re.compile(rb"<node[\s/>]")
 _NULL = re.compile(rb"null")
-_JSON_DELAY = re.compile(rb'"delay"\s*:\s*\[')
+_JSON_DELAY = re.compile(rb'"delay"\s*:\s*[\[{]')
 _GRAPHML_DELAY = re.compile(rb'attr\.name="delay"')
+# The sparse form of the delays, {"default": d, "pairs": [[i, j, d_ij], ...]}: its key, a
+# default null (no link: the finite pairs are then the listed ones) and a listed pair (its
+# delay a float as JSON writes one, so that three whole numbers, such as a device's class
+# counts or links, are not taken for one).
+_SPARSE = re.compile(rb'(?:"|&quot;)pairs(?:"|&quot;)\s*:')
+_NO_LINK_DEFAULT = re.compile(rb'(?:"|&quot;)default(?:"|&quot;)\s*:\s*null')
+_LISTED_PAIR = re.compile(
+    rb"\[\s*\d+\s*,\s*\d+\s*,\s*(?:null|-?\d+(?:\.\d*(?:[eE][-+]?\d+)?|[eE][-+]?\d+))\s*\]")
+# Social links: a node-link record, a GraphML <edge>.
+_JSON_LINK = re.compile(rb'"target"\s*:')
+_GRAPHML_LINK = re.compile(rb"<edge[\s/>]")
 # A range beyond which pairs cannot connect: the count of finite pairs is then unknown.
 _MAX_RANGE = re.compile(rb'max_range_m(?:"|&quot;)\s*:\s*[-+.0-9]')
 
 
+def _cut(data: bytes) -> int:
+    """Where to cut a chunk so that no token spans the cut: after its last line, else
+    after its last separator; 0: nowhere."""
+    return (data.rfind(b"\n") + 1) or max(data.rfind(b","), data.rfind(b">")) + 1
+
+
+def _json_links(data: bytes) -> int:
+    """The social links of node-link text: its edge records."""
+    return len(_JSON_LINK.findall(data))
+
+
 def network_file_size(path: Path) -> NetworkFileSize | None:
-    """How many devices (and finite-delay pairs, at least) the network file ``path`` holds.
+    """How many devices (and finite-delay pairs, at least, and links) the network file
+    ``path`` holds.
 
     One pass over the file in chunks, counting tokens (a JSON node's
     ``"compute_time"`` key, a GraphML ``<node>`` element, the ``null`` entries
-    of the delay matrix), so that a file too large for the memory is refused
-    before it is parsed.  None when ``path`` is not a readable file or holds
-    no device (its loader then says what is wrong).
+    of the delays, the social links, the listed pairs of sparse delays), so
+    that a file too large for the memory is refused before it is parsed.  None
+    when ``path`` is not a readable file or holds no device (its loader then
+    says what is wrong).
     """
     path = Path(path)
     graphml = path.suffix.lower() == ".graphml"
     device = _GRAPHML_DEVICE if graphml else _JSON_DEVICE
     delay = _GRAPHML_DELAY if graphml else _JSON_DELAY
-    devices = nulls = 0
-    has_delay = has_range = False
+    devices = nulls = links = listed = 0
+    has_delay = has_range = sparse = no_link_default = False
     try:
         with open(path, "rb") as handle:
             carry = b""
             while True:
                 chunk = handle.read(_CHUNK)
                 data = carry + chunk
-                if chunk:  # cut after the last separator: no token spans it
-                    cut = max(data.rfind(b","), data.rfind(b">")) + 1
+                if chunk:  # cut after the last line or separator: no token spans it
+                    cut = _cut(data)
                     data, carry = (data[:cut], data[cut:]) if cut else (b"", data)
                 devices += len(device.findall(data))
                 nulls += len(_NULL.findall(data))
+                links += len(_GRAPHML_LINK.findall(data)) if graphml else _json_links(data)
+                listed += len(_LISTED_PAIR.findall(data))
                 has_delay = has_delay or delay.search(data) is not None
                 has_range = has_range or _MAX_RANGE.search(data) is not None
+                sparse = sparse or _SPARSE.search(data) is not None
+                no_link_default = no_link_default or _NO_LINK_DEFAULT.search(data) is not None
                 if not chunk:
                     break
     except OSError:
@@ -229,11 +310,15 @@ def network_file_size(path: Path) -> NetworkFileSize | None:
     if devices == 0:
         return None
     all_pairs = devices * (devices - 1) // 2
-    if has_delay:  # every null may be an unreachable pair (each is listed twice)
+    sparse = has_delay and sparse
+    if sparse:  # each null may be an unreachable listed pair (listed once)
+        min_pairs = 0 if no_link_default else max(0, all_pairs - nulls)
+    elif has_delay:  # every null may be an unreachable pair (each is listed twice)
         min_pairs = max(0, devices * (devices - 1) - nulls) // 2
     else:  # delays from positions: every pair is reachable unless a range is set
         min_pairs = 0 if has_range else all_pairs
-    return NetworkFileSize(devices, min_pairs, has_delay)
+    return NetworkFileSize(devices, min_pairs, has_delay, sparse=sparse, links=links,
+                           listed=listed if sparse else 0, graphml=graphml)
 
 
 class Run(NamedTuple):
@@ -462,41 +547,92 @@ def _free_disk(path: Path) -> float:
         return math.inf
 
 
+def siot_links(n_devices: int, *, closer: float = 1.0) -> float:
+    """The social links of a generated SIoT network of ``n_devices``, estimated: the
+    smaller of :data:`SIOT_LINKS_PER_N15` n^1.5 and :data:`SIOT_LINKS_PER_DEVICE` n,
+    times ``closer`` (the default ``--metres-per-unit`` over the given one) when
+    above 1, at most every pair.
+
+    >>> f"{siot_links(2000):,.0f}", f"{siot_links(5000):,.0f}", f"{siot_links(10):,.0f}"
+    ('411,437', '1,500,000', '45')
+    """
+    n = float(n_devices)
+    typical = min(SIOT_LINKS_PER_N15 * n**1.5, SIOT_LINKS_PER_DEVICE * n)
+    return min(n * (n - 1) / 2, typical * max(1.0, closer))
+
+
+def siot_memory(n_devices: int, *, graphml: bool = False, closer: float = 1.0) -> float:
+    """Peak bytes of ``topokit generate siot`` on ``n_devices`` (see the module docstring)."""
+    per_link = SIOT_BYTES_PER_LINK + (SIOT_GRAPHML_BYTES_PER_LINK if graphml else 0.0)
+    return (SIOT_BYTES_PER_PAIR * float(n_devices) ** 2
+            + per_link * siot_links(n_devices, closer=closer))
+
+
+def siot_file_bytes(n_devices: int, *, graphml: bool = False, closer: float = 1.0) -> float:
+    """Bytes of the file ``topokit generate siot`` writes: its devices and links (and,
+    below 200 devices, the n x n delays one value a line)."""
+    links = siot_links(n_devices, closer=closer)
+    if n_devices < _COMPACT_FROM_DEVICES:
+        return _SMALL_FILE_PER_PAIR * float(n_devices) ** 2 + _SMALL_FILE_PER_LINK * links
+    per_link = SIOT_GRAPHML_FILE_BYTES_PER_LINK if graphml else SIOT_FILE_BYTES_PER_LINK
+    return SIOT_FILE_BYTES_PER_DEVICE * n_devices + per_link * links
+
+
+def _siot_loading(n_devices: int, *, graphml: bool, closer: float) -> float:
+    """Peak bytes of loading the file of a generated network (``analyze``, ``design``)."""
+    return NetworkFileSize(n_devices, 0, False, links=int(siot_links(n_devices, closer=closer)),
+                           graphml=graphml).loading_bytes
+
+
 def siot_devices_help() -> str:
     """``topokit generate siot --devices``'s help: what a count costs, from the estimates."""
-    at = 4000.0**2
-    fits = math.sqrt(20 * 2**30 / SIOT_BYTES_PER_PAIR) // 1000 * 1000
-    return (f"Number of devices.  The file stores the n x n delay matrix (about "
-            f"{SIOT_FILE_BYTES_PER_PAIR:g} bytes a pair: {SIOT_FILE_BYTES_PER_PAIR * at / 1e6:.0f} "
-            f"MB at 4,000 devices) and writing it takes about {SIOT_BYTES_PER_PAIR:g} bytes of "
-            f"memory a pair ({_gib(SIOT_BYTES_PER_PAIR * at)} at 4,000; "
-            f"{SIOT_GRAPHML_BYTES_PER_PAIR:g} for GraphML): a count beyond the memory available "
-            f"(about {fits:,.0f} devices with 20 GiB) or the disk is refused up front.")
+    def need(n: int) -> float:
+        return max(siot_memory(n), _siot_loading(n, graphml=False, closer=1.0))
+
+    fits = _largest_fitting(lambda n: need(n) <= 20 * 2**30, 10**6) // 1000 * 1000
+    return (f"Number of devices.  The file stores the devices, their positions and social "
+            f"links, not the delays (the radio model gives them): about "
+            f"{siot_file_bytes(5000) / 1e6:.0f} MB at 5,000 devices.  Generating it, and "
+            f"loading it later, hold the n x n delays ({SIOT_BYTES_PER_PAIR:g} bytes of memory "
+            f"a pair) and the social graph (about {SIOT_BYTES_PER_LINK:g} bytes a link): "
+            f"{_gib(need(5000))} at 5,000 devices.  A count beyond the memory available "
+            f"(about {fits:,} devices with 20 GiB) or the disk is refused up front.")
 
 
-def check_siot_size(n_devices: int, output: Path) -> None:
-    """Refuse, before generating, a network whose file cannot be written here.
+def check_siot_size(n_devices: int, output: Path, *, closer: float = 1.0) -> None:
+    """Refuse, before generating, a network that cannot be generated and written here, or
+    whose file could not be loaded here (by ``analyze``, ``design``).
 
-    A network file stores the n x n delay matrix: writing it takes about
-    :data:`SIOT_BYTES_PER_PAIR` bytes of memory per n^2 (GraphML:
-    :data:`SIOT_GRAPHML_BYTES_PER_PAIR`) and the file about
-    :data:`SIOT_FILE_BYTES_PER_PAIR` per n^2 on disk.
+    Generating holds :func:`siot_memory`; loading the file its
+    :class:`NetworkFileSize` estimate; the file takes :func:`siot_file_bytes`
+    of disk.  ``closer``: the default ``--metres-per-unit`` over the given one
+    (closer devices, more links).  The one line gives the estimate, what is
+    available and the largest ``--devices`` that fits.
     """
-    n2 = float(n_devices) ** 2
-    per_pair = (SIOT_GRAPHML_BYTES_PER_PAIR if Path(output).suffix.lower() == ".graphml"
-                else SIOT_BYTES_PER_PAIR)
-    memory, available = per_pair * n2, available_memory()
-    size, free = SIOT_FILE_BYTES_PER_PAIR * n2, _free_disk(output)
-    if memory <= available and size <= free:
+    graphml = Path(output).suffix.lower() == ".graphml"
+
+    def memory(n: int) -> tuple[float, float]:
+        return (siot_memory(n, graphml=graphml, closer=closer),
+                _siot_loading(n, graphml=graphml, closer=closer))
+
+    def disk(n: int) -> float:
+        return siot_file_bytes(n, graphml=graphml, closer=closer)
+
+    available, free = available_memory(), _free_disk(output)
+    generating, loading = memory(n_devices)
+    if max(generating, loading) <= available and disk(n_devices) <= free:
         return
-    limit = min(available / per_pair, free / SIOT_FILE_BYTES_PER_PAIR)
-    fits = int(math.sqrt(limit))
+    fits = _largest_fitting(lambda n: max(memory(n)) <= available and disk(n) <= free,
+                            n_devices)
     fits = max(1, fits - fits % 100 if fits > 1000 else fits)
-    what = (f"{_gib(memory)} of memory to write, more than the {_gib(available)} available"
-            if memory > available else
-            f"{_gib(size)} of disk, more than the {_gib(free)} free where --output goes")
-    raise InvalidInputError(
-        f"--devices {n_devices}: the network file stores the {n_devices:,} x {n_devices:,} "
-        f"delay matrix (a file of about {_gib(size)}), which needs about {what}; use "
-        f"--devices {fits} or fewer"
-    )
+    links = f"about {siot_links(n_devices, closer=closer):,.0f} social links"
+    if max(generating, loading) > available:
+        doing = ("generating it" if generating >= loading
+                 else "loading its file (analyze, design)")
+        what = (f"{doing} needs about {_gib(max(generating, loading))} of memory (an estimate: "
+                f"its {n_devices:,} x {n_devices:,} delays and {links}), more than the "
+                f"{_gib(available)} available")
+    else:
+        what = (f"its file (the devices and {links}) needs about {_gib(disk(n_devices))} of "
+                f"disk, more than the {_gib(free)} free where --output goes")
+    raise InvalidInputError(f"--devices {n_devices}: {what}; use --devices {fits} or fewer")

@@ -598,7 +598,12 @@ def _optimized(net, model, *, n_jobs: int, seed: int, quiet: bool,
     """optimize's design, and it and the reference designs by column label."""
     from ..design import optimize_with_references
 
-    with reporting_progress("local searches", total=3, quiet=quiet) as report:
+    # After its searches optimize weighs the links (fastest-mixing weights: a first-order
+    # solve that takes minutes at hundreds of devices): the phase's lines then say so.
+    def phase(done: int) -> str:
+        return "local searches" if done < 3 else "local searches done, choosing mixing weights"
+
+    with reporting_progress("local searches", total=3, quiet=quiet, describe=phase) as report:
         chosen, references = optimize_with_references(
             net, predictor=model, seed=seed, n_jobs=n_jobs, progress=report,
             max_stranger_mu=max_stranger_mu, audit_rounds=audit_rounds,
@@ -674,9 +679,11 @@ def generate_siot(
 ) -> None:
     """A synthetic Social-IoT network with the Santander data set's structure.
 
-    The network file holds every pair's delay, so its size and the memory to
-    write it grow with the square of --devices; a network that cannot be
-    written here is refused before it is generated, with the estimate.
+    The network file holds the devices, their positions and social links (the
+    radio model gives the delays), but generating the network, and loading its
+    file later, hold every pair's delay: a network that cannot be generated
+    and written here, or whose file could not be loaded here, is refused
+    before it is generated, with the estimate.
     """
     from .._checks import check_int, check_positive
     from ..network.core import NETWORK_SUFFIXES
@@ -694,7 +701,7 @@ def generate_siot(
     if metres_per_unit is None:
         metres_per_unit = DEFAULT_METRES_PER_UNIT
     check_positive(metres_per_unit, "--metres-per-unit")
-    check_siot_size(devices, output)
+    check_siot_size(devices, output, closer=DEFAULT_METRES_PER_UNIT / metres_per_unit)
     # Both grow with the square of --devices (every pair's delay): minutes on thousands.
     small = devices < REPORTED_FROM_DEVICES
     with naming_options({"n_devices": "--devices", "metres_per_unit": "--metres-per-unit"},

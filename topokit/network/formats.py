@@ -2,7 +2,10 @@
 
 - :func:`load_network` / :func:`save_network`: networkx node-link JSON (and
   GraphML) with node attributes ``compute_time`` and optional ``x``, ``y``
-  (metres) and ``class_counts``, and the delays as a graph attribute.
+  (metres) and ``class_counts``; the delays are the graph attribute ``delay``
+  (an n x n matrix, or a default and the pairs that differ) or, without it,
+  what the positions and the graph attribute ``physical_model`` give; an edge
+  record holds a social link or (large networks) a device's links.
 - :func:`load_topology` / :func:`save_topology`: a topology's links, DP devices
   and optional mixing weights as JSON (what ``topokit design -o`` writes).
 - :func:`load_noise_multipliers`: the per-device noise levels a design file records.
@@ -10,18 +13,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import brief
-from .._io import atomic_write_text, jsonable
+from .._io import atomic_path, atomic_write_text, jsonable
 from .._version import __version__
 from ..errors import InputFileError, InputFileNotFoundError, InvalidInputError
 from . import physical
@@ -38,7 +43,7 @@ from .core import (
 
 __all__ = ["load_network", "save_network", "load_topology", "save_topology",
            "load_noise_multipliers", "network_to_graph", "graph_to_network",
-           "network_from_node_link"]
+           "network_from_node_link", "delay_form", "DelayForm"]
 
 
 def _delay_to_json(delay: NDArray[np.float64]) -> list[list[float | None]]:
@@ -92,8 +97,99 @@ def _delay_from_json(rows: Any, n: int) -> NDArray[np.float64]:
     return matrix
 
 
+#: The keys of the sparse form of the graph attribute ``delay``.
+_SPARSE_KEYS = ("default", "pairs")
+_SPARSE_EXAMPLE = '{"default": 37.6, "pairs": [[0, 1, 0.44], [2, 5, null]]}'
+
+
+def _delay_record(record: Any, n: int) -> NDArray[np.float64]:
+    """The graph attribute ``delay``: an n x n matrix, or (an object) a default and the
+    pairs that differ from it."""
+    if isinstance(record, Mapping):
+        return _delay_from_pairs(record, n)
+    return _delay_from_json(record, n)
+
+
+def _delay_from_pairs(record: Mapping, n: int) -> NDArray[np.float64]:
+    """The n x n delays of the sparse form ``{"default": d, "pairs": [[i, j, d_ij], ...]}``.
+
+    ``i`` and ``j`` are positions in the file's node list; every pair not
+    listed has the default delay; ``null`` is a pair that cannot connect.  A
+    pair is listed once (either way round): d_ij is the time of the link i-j.
+
+    Examples
+    --------
+    >>> _delay_from_pairs({"default": 2.0, "pairs": [[0, 2, None]]}, 3)
+    array([[ 0.,  2., inf],
+           [ 2.,  0.,  2.],
+           [inf,  2.,  0.]])
+    """
+    keys = [key for key in record if key not in _SPARSE_KEYS] or \
+        [key for key in _SPARSE_KEYS if key not in record]
+    if keys:
+        raise InputFileError(
+            f"graph attribute 'delay' as an object needs the keys 'default' (seconds, null for "
+            f"no link) and 'pairs' (the pairs [i, j, seconds] that differ), such as "
+            f"{_SPARSE_EXAMPLE}; got the key set {sorted(map(str, record))}"
+        )
+    default = _delay_value(record["default"], "delay.default")
+    pairs = record["pairs"]
+    if not isinstance(pairs, list):
+        raise InputFileError(f"delay.pairs must be a list of [i, j, seconds]; got {brief(pairs)}")
+    listed = [_listed_pair(pair, k, n) for k, pair in enumerate(pairs)]
+    first, second, values = (np.array([entry[m] for entry in listed],
+                                      dtype=np.int64 if m < 2 else np.float64)
+                             for m in range(3))
+    _check_listed_once(first, second, n)
+    matrix = np.full((n, n), default)
+    matrix[first, second] = values
+    matrix[second, first] = values
+    np.fill_diagonal(matrix, 0.0)
+    return matrix
+
+
+def _check_listed_once(first: NDArray[np.int64], second: NDArray[np.int64], n: int) -> None:
+    """Refuse a pair listed twice (either way round): which delay would it have?"""
+    key = np.minimum(first, second) * n + np.maximum(first, second)
+    order = np.argsort(key, kind="stable")
+    again = order[1:][key[order][1:] == key[order][:-1]]
+    if again.size:
+        k = int(again.min())
+        raise InputFileError(
+            f"delay.pairs[{k}]: the pair {first[k]}-{second[k]} is listed twice; list each "
+            "pair once (d_ij is the time of the link i-j both ways)"
+        )
+
+
+def _listed_pair(pair: Any, k: int, n: int) -> tuple[int, int, float]:
+    """The two devices and the delay of ``delay.pairs[k]``, checked."""
+    if not (isinstance(pair, list) and len(pair) == 3):
+        raise InputFileError(f"delay.pairs[{k}] must be [i, j, seconds] (seconds null for no "
+                             f"link); got {brief(pair)}")
+    i, j, value = pair
+    for end in (i, j):
+        if type(end) is not int or not 0 <= end < n:
+            raise InputFileError(
+                f"delay.pairs[{k}]: {brief(end)} is not a device: give the position of a node "
+                f"in 'nodes', a whole number from 0 to {n - 1}"
+            )
+    if i == j:
+        raise InputFileError(f"delay.pairs[{k}] joins device {i} to itself; its delay is 0")
+    return i, j, _delay_value(value, f"delay.pairs[{k}]")
+
+
+def _delay_value(value: Any, what: str) -> float:
+    """A delay of the file: a finite number of seconds, or null (inf: no link)."""
+    if value is None:
+        return np.inf
+    number = value if type(value) is float else _number(value, what)
+    # JSON has no infinity: an inf here was a number too large for a float.
+    return _finite(number, what, "seconds (null for a pair that cannot connect)")
+
+
 def network_to_graph(net: Network) -> nx.Graph:
-    """The social graph annotated with everything :func:`save_network` stores.
+    """The social graph annotated with everything :func:`save_network` stores, the delays
+    as the n x n matrix (the form of the files of small networks).
 
     Node ids and attributes are plain Python values (a numpy integer id
     becomes the ``int`` it equals), so networkx's node-link data of the graph
@@ -111,19 +207,16 @@ def network_to_graph(net: Network) -> nx.Graph:
     return _annotated_graph(net, _delay_to_json(net.delay))
 
 
-def _annotated_graph(net: Network, delay: Any) -> nx.Graph:
-    """:func:`network_to_graph` with ``delay`` as the graph's delay attribute."""
+def _annotated_graph(net: Network, delay: Any, *, links: bool = True) -> nx.Graph:
+    """:func:`network_to_graph` with ``delay`` as the graph's delay attribute (None: none,
+    the positions and physical model give the delays); without the social links for
+    ``links=False``."""
     graph = nx.Graph()
-    graph.graph.update(
-        {
-            "topokit_format": FORMAT_VERSION,
-            "name": net.name,
-            "delay": delay,
-        }
-    )
+    graph.graph.update({"topokit_format": FORMAT_VERSION, "name": net.name})
+    if delay is not None:
+        graph.graph["delay"] = delay
     if net.physical_model is not None:
-        graph.graph["physical_model"] = {key: _plain_value(value)
-                                         for key, value in net.physical_model.items()}
+        graph.graph["physical_model"] = _model_record(net.physical_model)
     if net.topology is not None:
         graph.graph["topology"] = net.topology.to_dict()
     for i, node in enumerate(net.nodes):
@@ -134,8 +227,14 @@ def _annotated_graph(net: Network, delay: Any) -> nx.Graph:
             # Whole numbers (checked when the network was built): written as JSON integers.
             attrs["class_counts"] = [int(c) for c in net.class_counts[i]]
         graph.add_node(_plain_node(node), **attrs)
-    graph.add_edges_from((_plain_node(u), _plain_node(v)) for u, v in net.social.edges)
+    if links:
+        graph.add_edges_from((_plain_node(u), _plain_node(v)) for u, v in net.social.edges)
     return graph
+
+
+def _model_record(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The graph attribute ``physical_model`` of a network's physical model."""
+    return {key: _plain_value(value) for key, value in model.items()}
 
 
 def _plain_value(value: Any) -> Any:
@@ -211,21 +310,26 @@ def _physical_model(model: Any) -> dict[str, Any]:
     return dict(model)
 
 
-def _delays_from_positions(positions: list[list[float]], model: Any) -> NDArray[np.float64]:
-    """The delays of the paper's physical model at ``positions`` (no delay matrix in the file)."""
+def _model_settings(model: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`physical.pairwise_delays` that the graph attribute
+    ``physical_model`` gives (its defaults for absent keys)."""
     settings = _physical_model(model)
     max_range = settings.get("max_range_m")
+    return {
+        "model_size_mb": _number(settings.get("model_size_mb", physical.REFERENCE_MODEL_MB),
+                                 "physical_model.model_size_mb"),
+        "lte": settings.get("lte", "cat-m1"),
+        "wifi_range_m": _number(settings.get("wifi_range_m", physical.WIFI_RANGE_M),
+                                "physical_model.wifi_range_m"),
+        "max_range_m": None if max_range is None else _number(max_range,
+                                                              "physical_model.max_range_m"),
+    }
+
+
+def _delays_from_positions(positions: list[list[float]], model: Any) -> NDArray[np.float64]:
+    """The delays of the paper's physical model at ``positions`` (no delays in the file)."""
     try:
-        return physical.pairwise_delays(
-            np.array(positions),
-            model_size_mb=_number(settings.get("model_size_mb", physical.REFERENCE_MODEL_MB),
-                                  "physical_model.model_size_mb"),
-            lte=settings.get("lte", "cat-m1"),
-            wifi_range_m=_number(settings.get("wifi_range_m", physical.WIFI_RANGE_M),
-                                 "physical_model.wifi_range_m"),
-            max_range_m=None if max_range is None else _number(max_range,
-                                                               "physical_model.max_range_m"),
-        )
+        return physical.pairwise_delays(np.array(positions), **_model_settings(model))
     except InputFileError:
         raise
     except InvalidInputError as exc:
@@ -258,7 +362,7 @@ def _network_of(graph: nx.Graph) -> Network:
     topology = Topology.from_dict(meta["topology"]) if meta.get("topology") else None
     model = meta.get("physical_model")
     if meta.get("delay") is not None:
-        delay = _delay_from_json(meta["delay"], len(nodes))
+        delay = _delay_record(meta["delay"], len(nodes))
         _physical_model(model)
     elif positions is not None:
         delay = _delays_from_positions(positions, model)
@@ -332,8 +436,11 @@ def load_network(path: str | Path) -> Network:
     node attributes ``compute_time`` and optionally ``x``, ``y`` (metres) and
     ``class_counts`` (the device's training rows per class, e.g.
     ``[12, 0, 3]``: on every node or on none, one count per class on each);
-    the graph attribute ``delay`` (an n x n matrix, ``null`` for no link) or,
-    when it is absent, the positions and ``physical_model`` give the delays.
+    the graph attribute ``delay`` (an n x n matrix, ``null`` for no link, or
+    the object ``{"default": d, "pairs": [[i, j, d_ij], ...]}``: every pair
+    has delay ``d`` but the listed ones, ``i`` and ``j`` positions in the node
+    list) or, when it is absent, the positions and ``physical_model`` give the
+    delays.  An edge record is a social link ``{"source": u, "target": v}``.
     An optional graph attribute ``topology`` stores a topology.  GraphML keeps
     the structured graph attributes and ``class_counts`` as JSON strings.
     """
@@ -480,17 +587,21 @@ def _node_link_records(data: Any, path: Path) -> str:
                     f"{path}: edge {k} {brief(record)} has no {end!r}; every edge needs "
                     "'source' and 'target'"
                 )
-            record[end] = _hashable(record[end])
-            try:
-                _node_id(record[end], f"edge {k}")
-            except InvalidInputError as exc:
-                raise InputFileError(f"{path}: {exc}") from None
-            if record[end] not in ids:
-                raise InputFileError(
-                    f"{path}: edge {k} joins {record['source']!r} and "
-                    f"{record.get('target')!r}, but {record[end]!r} is not in 'nodes'"
-                )
+            record[end] = _edge_end(record[end], k, ids, path, record)
     return edges_key
+
+
+def _edge_end(end: Any, k: int, ids: set, path: Path, record: dict) -> Hashable:
+    """An end of edge record ``k``: a node id of 'nodes' (a list made a tuple)."""
+    end = _hashable(end)
+    try:
+        _node_id(end, f"edge {k}")
+    except InvalidInputError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
+    if end not in ids:
+        raise InputFileError(f"{path}: edge {k} joins {record.get('source')!r} and "
+                             f"{brief(record.get('target'))}, but {end!r} is not in 'nodes'")
+    return end
 
 
 def _node_ids(nodes: list[dict], path: Path) -> set:
@@ -549,64 +660,259 @@ def network_from_node_link(data: Any, *, source: str = "network") -> Network:
     return graph_to_network(graph, source=source)
 
 
-#: From this many devices on, a network's JSON file holds each row of the delay matrix and
-#: each social link on one line; smaller ones (the bundled examples among them) keep one
-#: value a line.  A 2,000-device SIoT network's file shrinks from 60.1 to 40.1 MB and its
-#: writing from 4.3 to 2.1 s (see topokit.cli._sizes).
+#: From this many devices on, :func:`save_network` stores the delays in the smallest of
+#: its forms (:func:`delay_form`) and writes a JSON file a record a line (a delay row, the
+#: listed pairs of a row, a device's social links); smaller networks, the bundled examples
+#: among them, keep the n x n matrix and one value a line.  A 2,000-device SIoT network's
+#: file shrinks from 40.1 MB (60.1 MB one value a line) to 3.2 MB, nearly all of it its
+#: 406,846 social links; 5,000 devices: from 202 to 10.5 MB (see topokit.cli._sizes).
 COMPACT_FROM_DEVICES = 200
 
 
-def save_network(net: Network, path: str | Path) -> Path:
-    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; round-trips exactly.
+class DelayForm(NamedTuple):
+    """How a network file stores the delays (:func:`delay_form`).
 
-    A JSON network of :data:`COMPACT_FROM_DEVICES` devices or more is written
-    with one line per delay-matrix row and per social link (the same values).
+    ``kind`` is ``"model"`` (no delays: the positions and the physical model
+    give them), ``"sparse"`` (the graph attribute ``delay`` is ``{"default":
+    default, "pairs": [[i, j, d_ij], ...]}``, the pairs i < j whose delay is not
+    ``default``) or ``"dense"`` (the n x n matrix).
+    """
+
+    kind: str
+    default: float = 0.0
+
+
+def delay_form(net: Network) -> DelayForm:
+    """The form :func:`save_network` stores ``net``'s delays in, from
+    :data:`COMPACT_FROM_DEVICES` devices on: the smallest that loads them back bit for bit.
+
+    ``"model"`` when the positions and the physical model give every delay
+    exactly as :func:`load_network` computes them; else ``"sparse"`` when more
+    than half the pairs share one delay (``inf`` included: a listed pair costs
+    about as much as its two entries of the matrix, so the sparse form is then
+    the smaller); else ``"dense"``.  Compared a block of rows at a time: no
+    second n x n array.
+
+    Examples
+    --------
+    >>> from topokit import load_example
+    >>> from topokit.network.siot import siot
+    >>> delay_form(siot(30, seed=1)).kind, delay_form(load_example("toy")).kind
+    ('model', 'dense')
+    >>> net = siot(30, seed=1)
+    >>> delay = np.full((30, 30), 37.6)
+    >>> delay[0, 1] = delay[1, 0] = 0.44
+    >>> delay_form(Network(net.social, net.compute_time, delay))
+    DelayForm(kind='sparse', default=37.6)
+    """
+    if _model_gives(net):
+        return DelayForm("model")
+    shared = _shared_delay(net.delay)
+    return DelayForm("dense") if shared is None else DelayForm("sparse", shared)
+
+
+def _bits(delay: NDArray[np.float64]) -> NDArray[np.uint64]:
+    """The bit patterns of ``delay``: equal exactly when the floats are the same (0.0 and
+    -0.0 differ, as they would after a round trip)."""
+    return np.ascontiguousarray(delay, dtype=np.float64).view(np.uint64)
+
+
+def _model_gives(net: Network) -> bool:
+    """Whether the positions and physical model a file of ``net`` records give its delays
+    bit for bit as :func:`load_network` computes them from them."""
+    if net.positions is None:
+        return False
+    record = None if net.physical_model is None else _model_record(net.physical_model)
+    try:
+        # The model as the loader reads it back: JSON's values, the model's defaults.
+        model = json.loads(json.dumps(record))
+        blocks = physical.pairwise_delay_blocks(np.array(net.positions),
+                                                **_model_settings(model))
+    except (TypeError, ValueError):  # not JSON, or settings the loader refuses
+        return False
+    bits = _bits(net.delay)
+    return all(np.array_equal(_bits(block), bits[start:start + block.shape[0]])
+               for start, block in blocks)
+
+
+#: Upper-triangle delays examined at once by :func:`_shared_delay` (32 MB of them).
+_BLOCK_PAIRS = 1 << 22
+
+
+def _upper_blocks(bits: NDArray[np.uint64]) -> Iterator[NDArray[np.uint64]]:
+    """The pairs i < j of the matrix ``bits``, row by row, in blocks of about
+    :data:`_BLOCK_PAIRS`."""
+    n, start = bits.shape[0], 0
+    while start < n - 1:
+        stop, size = start, 0
+        while stop < n - 1 and size < _BLOCK_PAIRS:
+            size, stop = size + n - 1 - stop, stop + 1
+        yield np.concatenate([bits[i, i + 1:] for i in range(start, stop)])
+        start = stop
+
+
+def _shared_delay(delay: NDArray[np.float64]) -> float | None:
+    """The delay more than half the pairs share, bit for bit (``inf`` counts); else None.
+
+    A value more than half the pairs share holds more than half of some block
+    of them, and is then that block's median: each block's median is a
+    candidate when it holds half its block, and the candidates are counted.
+    """
+    bits = _bits(delay)
+    candidates = set()
+    for block in _upper_blocks(bits):
+        block.partition(block.size // 2)  # in place: the block is a copy already
+        middle = block[block.size // 2]
+        if 2 * np.count_nonzero(block == middle) > block.size:
+            candidates.add(middle)
+    counts = dict.fromkeys(candidates, 0)
+    for block in _upper_blocks(bits):
+        for candidate in counts:
+            counts[candidate] += int(np.count_nonzero(block == candidate))
+    n = delay.shape[0]
+    best = max(counts, key=counts.__getitem__, default=None)
+    if best is None or 2 * counts[best] <= n * (n - 1) // 2:
+        return None
+    return float(np.array(best, dtype=np.uint64).view(np.float64))
+
+
+def save_network(net: Network, path: str | Path) -> Path:
+    """Write ``net`` atomically as node-link JSON or (``.graphml``) GraphML; loading the
+    file gives ``net`` back, its delays bit for bit.
+
+    A network of :data:`COMPACT_FROM_DEVICES` devices or more stores its
+    delays in the form :func:`delay_form` picks: none when its positions and
+    physical model give them (the file then grows with the devices and links,
+    not the pairs), a default delay and the pairs that differ, or the n x n
+    matrix.  Its JSON has a record a line: a delay row, the listed pairs of a
+    row, a social link (``{"source":u,"target":v}``, networkx's node-link
+    record, so that ``nx.node_link_graph`` reads the file); it is written as it
+    is encoded.  GraphML keeps an ``<edge>`` a link.  Smaller networks keep
+    the matrix and a record a link, one value a line.
     """
     path = Path(path)
-    if path.suffix.lower() != ".graphml" and net.n_devices >= COMPACT_FROM_DEVICES:
-        return atomic_write_text(path, _compact_node_link_text(net))
-    graph = network_to_graph(net)
-    if path.suffix.lower() == ".graphml":
-        for key in ("delay", "topology", "physical_model"):
-            if key in graph.graph:
-                graph.graph[key] = json.dumps(graph.graph[key])
-        for _, attributes in graph.nodes(data=True):
-            if "class_counts" in attributes:
-                attributes["class_counts"] = json.dumps(attributes["class_counts"])
-        graph.graph = {k: v for k, v in graph.graph.items() if v is not None}
-        text = "\n".join(nx.generate_graphml(graph))
-        return atomic_write_text(path, text + "\n")
-    data = nx.node_link_data(graph, edges="edges")
-    return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+    graphml = path.suffix.lower() == ".graphml"
+    if net.n_devices < COMPACT_FROM_DEVICES:
+        if graphml:
+            matrix = json.dumps(_delay_to_json(net.delay))
+            return atomic_write_text(path, _graphml_text(net, matrix))
+        data = nx.node_link_data(network_to_graph(net), edges="edges")
+        return atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+    form = delay_form(net)
+    if graphml:
+        delay = None if form.kind == "model" else "".join(_delay_lines(net.delay, form, 0))
+        return atomic_write_text(path, _graphml_text(net, delay))
+    return _write_compact_json(net, path, form)
 
 
-def _compact_node_link_text(net: Network) -> str:
-    """The node-link JSON of ``net`` laid out as ``json.dumps(..., indent=1)`` would, but
-    with each delay-matrix row and each social link on one line.
+def _graphml_text(net: Network, delay: str | None) -> str:
+    """The GraphML of ``net`` with the JSON text ``delay`` as its delay attribute (None:
+    none).  GraphML has no structured attributes: they are JSON strings."""
+    graph = _annotated_graph(net, delay)
+    for key in ("topology", "physical_model"):
+        if key in graph.graph:
+            graph.graph[key] = json.dumps(graph.graph[key])
+    for _, attributes in graph.nodes(data=True):
+        if "class_counts" in attributes:
+            attributes["class_counts"] = json.dumps(attributes["class_counts"])
+    graph.graph = {key: value for key, value in graph.graph.items() if value is not None}
+    return "\n".join(nx.generate_graphml(graph)) + "\n"
 
-    The rows are encoded one at a time from the array (never all n^2 delays as
-    Python floats at once), by json's C encoder; unique placeholders mark where
-    they go in the indented rest.
+
+def _write_compact_json(net: Network, path: Path, form: DelayForm) -> Path:
+    """Write the node-link JSON of ``net`` laid out as ``json.dumps(..., indent=1)`` would,
+    but with a record a line, its delays in ``form``.
+
+    The delays are encoded a row at a time from the array by json's C encoder
+    and written as they are (never all n^2 delays as Python objects or text at
+    once); unique placeholders mark where they and the social links go in the
+    indented rest.
     """
     import uuid
 
-    marks = [f"topokit-{uuid.uuid4().hex}" for _ in range(2)]
-    data = nx.node_link_data(_annotated_graph(net, marks[0]), edges="edges")
-    links, data["edges"] = data["edges"], marks[1]
+    marks = {name: f"topokit-{uuid.uuid4().hex}" for name in ("delay", "edges")}
+    delay = None if form.kind == "model" else marks["delay"]
+    data = nx.node_link_data(_annotated_graph(net, delay, links=False), edges="edges")
+    data["edges"] = marks["edges"]
     text = json.dumps(data, indent=1)
-    rows = (json.dumps(_delay_to_json(row)) for row in net.delay)
-    for mark, lines, depth in ((marks[0], rows, 3), (marks[1], map(json.dumps, links), 2)):
-        text = text.replace(json.dumps(mark), _json_list(list(lines), depth), 1)
-    return text + "\n"
+    compact = functools.partial(json.dumps, separators=(",", ":"))
+    fills = {marks["edges"]: _json_lines(map(compact, _link_records(net)), 2)}
+    if form.kind != "model":
+        fills[marks["delay"]] = _delay_lines(net.delay, form, 2)
+    with atomic_path(path) as temp, open(temp, "w", encoding="utf-8") as handle:
+        for piece in _filled(text, fills):
+            handle.write(piece)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    return path
 
 
-def _json_list(items: list[str], depth: int) -> str:
+def _link_records(net: Network) -> Iterator[dict]:
+    """The social links of ``net`` as node-link records, in the order of networkx's
+    node-link data of the graph (its edge order), which the loaded graph adds them in:
+    each device's links to the devices after it in the node order.
+
+    >>> import networkx as nx
+    >>> net = Network(nx.Graph([(0, 1), (2, 0), (1, 2)]), [1.0] * 3, np.ones((3, 3)))
+    >>> list(_link_records(net))
+    [{'source': 0, 'target': 1}, {'source': 0, 'target': 2}, {'source': 1, 'target': 2}]
+    """
+    for i, node in enumerate(net.nodes):
+        for other in net.social.adj[node]:
+            if net.index[other] > i:
+                yield {"source": _plain_node(node), "target": _plain_node(other)}
+
+
+def _filled(text: str, fills: Mapping[str, Iterable[str]]) -> Iterator[str]:
+    """``text`` with each placeholder of ``fills`` (a JSON string in it) replaced by its
+    pieces, in order."""
+    at = 0
+    for mark in sorted(fills, key=lambda mark: text.index(json.dumps(mark))):
+        where = text.index(json.dumps(mark), at)
+        yield text[at:where]
+        yield from fills[mark]
+        at = where + len(json.dumps(mark))
+    yield text[at:]
+
+
+def _delay_lines(delay: NDArray[np.float64], form: DelayForm, depth: int) -> Iterator[str]:
+    """The JSON of the graph attribute ``delay`` in ``form`` ("dense" or "sparse"), a row a
+    line, indented as ``indent=1`` does for a value at ``depth``."""
+    if form.kind == "dense":
+        yield from _json_lines((json.dumps(_delay_to_json(row)) for row in delay), depth + 1)
+        return
+    inner = " " * (depth + 1)
+    yield (f'{{\n{inner}"default": {json.dumps(jsonable(form.default))},\n'
+           f'{inner}"pairs": ')
+    yield from _json_lines(_listed_rows(delay, form.default), depth + 2)
+    yield f"\n{' ' * depth}}}"
+
+
+def _listed_rows(delay: NDArray[np.float64], default: float) -> Iterator[str]:
+    """Row by row, the pairs [i, j, d_ij] with i < j whose delay is not ``default`` (bit for
+    bit), a row's JSON-encoded on one line (rows without any: none)."""
+    bits, target = _bits(delay), _bits(np.array([default]))[0]
+    for i in range(delay.shape[0] - 1):
+        others = np.flatnonzero(bits[i, i + 1:] != target) + (i + 1)
+        if others.size:
+            pairs = [[i, j, d] for j, d in zip(others.tolist(), _delay_to_json(delay[i, others]),
+                                                strict=True)]
+            yield json.dumps(pairs)[1:-1]
+
+
+def _json_lines(items: Iterable[str], depth: int) -> Iterator[str]:
     """A JSON list of the encoded ``items``, one a line, indented as ``indent=1`` does at
-    ``depth``."""
-    if not items:
-        return "[]"
-    inner = ",\n" + " " * depth
-    return f"[\n{' ' * depth}{inner.join(items)}\n{' ' * (depth - 1)}]"
+    ``depth``, in pieces."""
+    items = iter(items)
+    first = next(items, None)
+    if first is None:
+        yield "[]"
+        return
+    yield f"[\n{' ' * depth}{first}"
+    for item in items:
+        yield f",\n{' ' * depth}{item}"
+    yield f"\n{' ' * (depth - 1)}]"
 
 
 def load_topology(path: str | Path) -> Topology:

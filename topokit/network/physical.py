@@ -14,7 +14,7 @@ RPi2 770 s, RPi3 312 s, RPi4 114 s.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,7 @@ __all__ = [
     "DEVICE_COMPUTE_SECONDS",
     "transfer_seconds",
     "pairwise_delays",
+    "pairwise_delay_blocks",
     "compute_seconds",
 ]
 
@@ -95,27 +96,72 @@ def pairwise_delays(
     ndarray of shape (n, n)
         Symmetric, zero diagonal, ``inf`` for unreachable pairs.
     """
+    blocks = pairwise_delay_blocks(positions, model_size_mb=model_size_mb, lte=lte,
+                                   wifi_range_m=wifi_range_m, max_range_m=max_range_m)
+    n = np.shape(positions)[0]
+    delay = np.empty((n, n))  # the only n x n array: the rest is a block of rows at a time
+    for start, block in blocks:
+        delay[start:start + block.shape[0]] = block
+    return delay
+
+
+def pairwise_delay_blocks(
+    positions: NDArray[np.float64],
+    *,
+    model_size_mb: float = REFERENCE_MODEL_MB,
+    lte: str | Sequence[str] = "cat-m1",
+    wifi_range_m: float = WIFI_RANGE_M,
+    max_range_m: float | None = None,
+) -> Iterator[tuple[int, NDArray[np.float64]]]:
+    """The rows of :func:`pairwise_delays`, a block of rows at a time (the same floats).
+
+    For comparing a delay matrix with the model without a second n x n array
+    (a network file stores no delays when they are the model's).  The
+    settings are checked before the first block.
+
+    Yields
+    ------
+    start : int
+        The first row of the block.
+    block : ndarray of shape (rows, n)
+        The delays of rows ``start`` to ``start + rows - 1``.
+
+    Examples
+    --------
+    >>> positions = np.array([[0.0, 0.0], [50.0, 0.0], [500.0, 0.0]])
+    >>> rows = np.vstack([block for _, block in pairwise_delay_blocks(positions)])
+    >>> bool(np.array_equal(rows, pairwise_delays(positions)))
+    True
+    """
     model_size_mb = check_positive(model_size_mb, "model_size_mb")
     wifi_range_m = check_nonnegative(wifi_range_m, "wifi_range_m")
     if max_range_m is not None:
         max_range_m = check_nonnegative(max_range_m, "max_range_m")
     positions = np.asarray(positions, dtype=np.float64)  # as pdist reads them
+    rates = _lte_rates(lte, positions.shape[0])
+    return _delay_blocks(positions, model_size_mb * 8.0 / rates,
+                         transfer_seconds(model_size_mb, WIFI_RATE_MBPS), wifi_range_m,
+                         max_range_m)
+
+
+def _delay_blocks(positions: NDArray[np.float64], device_delay: NDArray[np.float64],
+                  wifi_delay: float, wifi_range_m: float,
+                  max_range_m: float | None) -> Iterator[tuple[int, NDArray[np.float64]]]:
+    """:func:`pairwise_delay_blocks` once its settings are checked."""
     n = positions.shape[0]
-    rates = _lte_rates(lte, n)
-    # A pair uses its slower end: x / min(a, b) == max(x / a, x / b) exactly (IEEE division
-    # is monotone), so one outer maximum stands for a pair-rate matrix and its division.
-    device_delay = model_size_mb * 8.0 / rates
-    delay = np.maximum.outer(device_delay, device_delay)
-    wifi_delay = transfer_seconds(model_size_mb, WIFI_RATE_MBPS)
-    for start in range(0, n, _ROWS):  # blocks of rows: the only n x n array is the result
-        rows = slice(start, start + _ROWS)
-        distance = _distances(positions[rows], positions)
-        block = delay[rows]
+    for start in range(0, n, _ROWS):  # blocks of rows: no n x n temporary
+        stop = min(start + _ROWS, n)
+        # A pair uses its slower end: x / min(a, b) == max(x / a, x / b) exactly (IEEE
+        # division is monotone), so one outer maximum stands for a pair-rate matrix and its
+        # division.
+        block = np.maximum.outer(device_delay[start:stop], device_delay)
+        distance = _distances(positions[start:stop], positions)
         block[distance < wifi_range_m] = wifi_delay
         if max_range_m is not None:
             block[distance > max_range_m] = np.inf
-    np.fill_diagonal(delay, 0.0)
-    return delay
+        rows = np.arange(stop - start)
+        block[rows, start + rows] = 0.0
+        yield start, block
 
 
 # Rows of distances computed at once: 512 x n floats (32 MB at 8,000 devices).

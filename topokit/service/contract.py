@@ -144,8 +144,9 @@ def _network_schemas(max_devices: int | None) -> dict[str, Any]:
                 "`topokit design NETWORK.json` reads), checked as the file loader checks a "
                 "file. Beyond this schema: node ids are unique, every edge joins two listed "
                 "devices, `x` and `y` and `class_counts` are on every node or on none, "
-                "`graph.delay` is a symmetric n x n matrix for n nodes (or, without it, the "
-                "nodes have positions), and `class_counts` rows have one length."),
+                "`graph.delay` is a symmetric n x n matrix for n nodes or a default with the "
+                "pairs that differ (or, without it, the nodes have positions), and "
+                "`class_counts` rows have one length."),
             "required": ["nodes"],
             "oneOf": [{"title": "with edges", "required": ["edges"]},
                       {"title": "with links", "required": ["links"]}],
@@ -222,11 +223,24 @@ def _graph_schemas() -> dict[str, Any]:
                     1, FORMAT_VERSION, description="The network format version (none: "
                                                    f"{FORMAT_VERSION}).")),
                 "name": _nullable({"type": "string"}),
-                "delay": _nullable({
-                    "type": "array",
-                    "items": {"type": "array", "items": _nullable(_real(0))},
-                    "description": "Seconds of communication of every pair (n x n, "
-                                   "symmetric), null for a pair that cannot connect."}),
+                "delay": _nullable({"oneOf": [
+                    {"type": "array", "title": "matrix",
+                     "items": {"type": "array", "items": _nullable(_real(0))},
+                     "description": "Seconds of communication of every pair (n x n, "
+                                    "symmetric), null for a pair that cannot connect."},
+                    {"type": "object", "title": "default and pairs",
+                     "additionalProperties": False, "required": ["default", "pairs"],
+                     "properties": {
+                         "default": _nullable(_real(0)),
+                         "pairs": {"type": "array", "items": {
+                             "type": "array", "minItems": 3, "maxItems": 3,
+                             "prefixItems": [{"type": "integer", "minimum": 0},
+                                             {"type": "integer", "minimum": 0},
+                                             _nullable(_real(0))]}}},
+                     "description": "Every pair's delay is `default` (null: the pair cannot "
+                                    "connect) but the listed pairs [i, j, seconds], i < j "
+                                    "positions in `nodes` (what `save_network` writes for "
+                                    "large networks)."}]}),
                 "physical_model": _nullable({"type": "object", "additionalProperties": False,
                                              "properties": physical}),
                 "topology": _nullable(ref("Topology")),
