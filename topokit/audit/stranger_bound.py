@@ -41,6 +41,11 @@ from ._kernels import stranger_mu_max
 
 #: z* is raised by this relative margin so that a fresh audit at z* meets the bound strictly.
 _MARGIN = 1.0 + 1e-9
+#: Per-device levels are within the bound when the worst mu is this far below it: half of
+#: z*'s margin, so that the levels at z* (whose mu lies a full margin below, when the worst
+#: pair hears a device at z*) pass whatever the audit's last bits, and a lowered level
+#: still leaves room for a fresh audit's round-off.
+_WITHIN = 1.0 + 0.5e-9
 
 #: A device's bisection stops when its bracket is this narrow relative to its upper end:
 #: a percent of noise moves the predicted time little, and every test is one audit.
@@ -116,8 +121,8 @@ class NoiseAudit(NamedTuple):
     stranger_mu_max: float  # the worst finite stranger mu (0.0 if none)
 
     def within(self, bound: StrangerBound) -> bool:
-        """No stranger exposed, and the worst mu within the bound by the margin 1e-9."""
-        return self.exposed_stranger_pairs == 0 and self.stranger_mu_max * _MARGIN <= bound.max_mu
+        """No stranger exposed, and the worst mu within the bound by the margin 5e-10."""
+        return self.exposed_stranger_pairs == 0 and self.stranger_mu_max * _WITHIN <= bound.max_mu
 
 
 @dataclass
