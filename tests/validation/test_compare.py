@@ -300,3 +300,18 @@ def test_bad_bootstrap_settings_are_refused():
     with pytest.raises(InvalidInputError, match="needs by"):
         compare.geometric_speedups(pd.DataFrame({"method": ["a"], "ratio": [1.0]}),
                                    at_least=[0.4])
+
+
+def test_time_to_target_takes_a_schedules_measured_time():
+    """A time-varying topology's rounds each take their own time: its time to the target is
+    the measured sum, not rounds x the mean L; censoring past T stays (T + 1) x L."""
+    import pandas as pd
+
+    from topokit.validation.compare import time_to_target
+
+    runs = pd.DataFrame({"target": [0.9] * 4, "measured_rounds": [3, 3, None, 150],
+                         "local_iterate": [2.0, 2.0, 2.0, 2.0],
+                         "measured_time": [6.0, 7.5, None, 300.0]})
+    got = time_to_target(runs, 0.9, horizon=100)
+    assert got["time"].tolist() == [6.0, 7.5, float("inf"), 300.0]
+    assert got["censored"].tolist() == [6.0, 7.5, 202.0, 202.0]

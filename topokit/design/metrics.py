@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from numbers import Real
+from os import PathLike
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -166,8 +167,11 @@ def evaluate(
     net : Network
     topology : Topology, optional
         Defaults to the social graph itself with no DP device (NDLF).
-    predictor : GlobalIteratePredictor or TrainingTimePredictor, optional
-        Defaults to the paper's eq. (15).  A :class:`TrainingTimePredictor`
+    predictor : GlobalIteratePredictor, TrainingTimePredictor, str or path, optional
+        Defaults to the paper's eq. (15).  A name or file is read by
+        :func:`~topokit.design.time_predictor.load_predictor` (``"paper"``,
+        ``"default"``, ``"mlp"``, ``"workload"`` or a predictor JSON file).
+        A :class:`TrainingTimePredictor`
         (``topokit.load_predictor("default")``) predicts from the topology's
         features, with the data heterogeneity of ``net.class_counts`` when
         the network carries them (IID otherwise), and may predict ``inf``:
@@ -195,7 +199,13 @@ def evaluate(
     >>> metrics = evaluate(load_example("toy"), load_example("toy").topology)
     >>> round(metrics.hitting_time, 3), metrics.phi, metrics.local_iterate
     (25.967, 0.5, 52.0)
+    >>> evaluate(load_example("toy"), predictor="paper") == evaluate(load_example("toy"))
+    True
     """
+    if isinstance(predictor, (str, PathLike)):
+        from .time_predictor import load_predictor  # scikit-learn: only when asked
+
+        predictor = load_predictor(predictor)
     _check_arguments(net, topology, predictor, noise_variance)
     if workload is not None:
         from .time_predictor import _at_workload  # scikit-learn: only when asked

@@ -108,7 +108,9 @@ def time_to_target(runs: pd.DataFrame, target: float, *, horizon: int) -> pd.Dat
     runs : DataFrame
         Runs of :func:`topokit.validate` (one row per run and target): columns
         ``target``, ``measured_rounds`` (NaN: never reached) and
-        ``local_iterate`` (L, seconds a round).
+        ``local_iterate`` (L, seconds a round), and, where given,
+        ``measured_time`` (the run's seconds to the target: rounds x L, or for a
+        time-varying topology the sum of its rounds' times).
     target : float
         The target accuracy whose rows are kept (compared with a tolerance).
     horizon : int
@@ -117,8 +119,9 @@ def time_to_target(runs: pd.DataFrame, target: float, *, horizon: int) -> pd.Dat
     Returns
     -------
     DataFrame
-        The rows of ``target`` (index reset) with ``time`` (rounds x L, ``inf``
-        when never reached) and ``censored`` (min(rounds, T + 1) x L).
+        The rows of ``target`` (index reset) with ``time`` (``measured_time``,
+        else rounds x L; ``inf`` when never reached) and ``censored`` (the time,
+        or (T + 1) x L when not reached within T; L is a schedule's mean round time).
 
     Examples
     --------
@@ -135,7 +138,11 @@ def time_to_target(runs: pd.DataFrame, target: float, *, horizon: int) -> pd.Dat
     rows = runs[np.isclose(runs["target"], target)].reset_index(drop=True)
     rounds = rows["measured_rounds"].fillna(np.inf).to_numpy(float)
     L = rows["local_iterate"].to_numpy(float)
-    return rows.assign(time=rounds * L, censored=np.minimum(rounds, horizon + 1) * L)
+    time = rounds * L
+    if "measured_time" in rows:  # a schedule's rounds each take their own time
+        measured = rows["measured_time"].to_numpy(float)
+        time = np.where(np.isfinite(rounds) & np.isfinite(measured), measured, time)
+    return rows.assign(time=time, censored=np.where(rounds <= horizon, time, (horizon + 1) * L))
 
 
 def best_per_trial(times: pd.DataFrame, candidates: str, *,
