@@ -4,7 +4,8 @@
 module                      what it holds
 ==========================  ============================================================
 :mod:`.core`                :func:`privacy_audit` -> :class:`PrivacyAudit`: the exact
-                            mu-GDP of every stranger pair, for gossip and for D-SGD
+                            mu-GDP of every stranger pair, for gossip and for D-SGD;
+                            :func:`stranger_summary`: its stranger counts and maximum
 :mod:`.attack`              :func:`reconstruction_attack`: the BLUE an observer computes of
                             every value from its view (checks the audit's mu)
 :mod:`.stranger_bound`      the noise a topology's DP devices need so that no stranger
@@ -23,8 +24,9 @@ from .core import (
     audit_memory_needed,
     check_audit_rounds,
     privacy_audit,
+    stranger_summary,
 )
 
-__all__ = ["PrivacyAudit", "privacy_audit", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
+__all__ = ["PrivacyAudit", "privacy_audit", "stranger_summary", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
            "check_audit_rounds", "audit_memory_needed", "ReconstructionAttack",
            "reconstruction_attack"]
