@@ -229,8 +229,8 @@ def main() -> None:
     stem = "scale_benchmark_quick" if options.quick else "scale_benchmark"
     from topokit import __version__
 
-    write_json(f"{stem}.json", {"command": "python -m analyses.scale_benchmark"
-                                + (" --quick" if options.quick else ""),
+    write_json(f"{stem}.json", {"command": " ".join(["python -m analyses.scale_benchmark",
+                                                     *sys.argv[1:]]),
                                 "topokit": __version__, "date": date.today().isoformat(),
                                 "machine": machine(),
                                 "results": {str(n): rows for n, rows in results.items()},
