@@ -1,5 +1,6 @@
 """Decisions by measured traits, not names; the horizon as a setting; graded trust (issue 39)."""
 
+import copy
 import warnings
 
 import numpy as np
@@ -208,3 +209,33 @@ def test_a_model_slower_than_any_fitted_gets_no_dp_device():
     assert slower.stats["ndlf_margin"]["dp_trusted"] is False
     assert slower.stats["workload"]["clamped"]["probe_rounds"] == {"given": 87.0, "used": 34.0}
     assert slower.stats["ndlf_margin"]["predicted_gain"] > 1.12  # pruning still gains
+
+
+def test_dp_devices_for_a_model_without_runs_clear_the_safe_margin():
+    """A model placed by its measured traits alone, with no run in the predictor, must have a
+    design with DP devices predicted as clearly faster than NDLF as the safe weights ask
+    (1.12), whatever its weights' own margin; a design without DP devices, a model the
+    predictor has runs of, and a margin the user gives keep theirs."""
+    from topokit import Topology
+    from topokit.design._optimize import OptimizeOptions, _margin_for, _Weighted
+    from topokit.design.trust import has_runs_of
+
+    model = load_predictor("workload")
+    told = dict(epsilon=4.0, target=0.85, ceiling=0.93, probe_rounds=5)
+    with_dp = _Weighted(Topology([("A", "B")], ["A", "B"]), None, None)
+    without_dp = _Weighted(Topology([("A", "B")]), None, None)
+
+    def margin(searched, model_name, **options):
+        workload = Workload(model=model_name, **told)
+        return _margin_for(searched, 1.0, model, OptimizeOptions(workload=workload, **options))
+
+    assert has_runs_of(model, Workload(model="logreg")) and \
+        not has_runs_of(model, Workload(model="rff"))
+    assert margin(with_dp, "rff") == 1.12
+    assert margin(with_dp, "logreg") == 1.0
+    assert margin(without_dp, "rff") == 1.0
+    assert margin(with_dp, "rff", ndlf_margin=1.0) == 1.0
+    calibrated = copy.deepcopy(load_predictor("default"))  # never the loader's own object
+    calibrated.provenance_ = {**calibrated.provenance_,
+                              "model_traits": {"model": "rff", "probe_rounds": 5.0}}
+    assert has_runs_of(calibrated, Workload(model="rff"))

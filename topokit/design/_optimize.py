@@ -148,7 +148,7 @@ from .time_predictor import (
     workload_clamps,
     workload_outside,
 )
-from .trust import measured_probe_rounds, mixing_for_trait, warn_unplaced
+from .trust import SAFE_MIXING, has_runs_of, measured_probe_rounds, mixing_for_trait, warn_unplaced
 from .workload import Workload, check_workload
 
 __all__ = ["optimize", "optimize_with_references", "default_mixing", "check_ndlf_margin",
@@ -648,8 +648,12 @@ def optimize(
         fitted predictor: 1.0 for fastest-mixing weights, 1.02 for
         Metropolis-Hastings and 1.12 for Lazy-Metropolis (the margins absorb
         the predictor's errors); 1.0 with eq. (15) (``predictor="paper"``
-        optimises the paper's model as it is).  ``stats["ndlf_margin"]``
-        records the decision, the predicted gain and NDLF's weights.
+        optimises the paper's model as it is).  A design with DP devices for
+        a model the predictor has no run of (its traits measured, but no run
+        fitted or calibrated on: :func:`~topokit.design.trust.has_runs_of`)
+        must clear at least the Lazy-Metropolis margin, 1.12.
+        ``stats["ndlf_margin"]`` records the decision, the margin applied, the
+        predicted gain and NDLF's weights.
     workload : Workload, optional
         What the user trains (:class:`~topokit.design.workload.Workload`: model,
         epsilon and delta per round, clipping norm, batch size, local steps,
@@ -866,8 +870,9 @@ def _optimize(net: Network, options: OptimizeOptions):
         elif social is not None:
             social = _mixing_weights(objective, bound, social, mixing, base_seed)
             weightings += 1
+    margin = _margin_for(searched, ndlf_margin, model, options)
     result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
-        scores, searched, social, ndlf_margin,
+        scores, searched, social, margin,
         dp_trusted=objective.allow_dp,
         references=[name for name in REFERENCE_DESIGNS
                     if name in starts and (objective.allow_dp or not starts[name].dp_devices)])
@@ -890,6 +895,19 @@ def _optimize(net: Network, options: OptimizeOptions):
     if options.workload is not None and objective.bound is None:
         _warn_exposed(design)
     return design, {name: starts[name] for name in REFERENCE_DESIGNS if name in starts}
+
+
+def _margin_for(searched: _Weighted, margin: float, model: Any,
+                options: OptimizeOptions) -> float:
+    """The NDLF margin the searched design must clear: the default one, raised to the safe
+    weights' (:data:`DEFAULT_NDLF_MARGINS`) for a design with DP devices when the
+    predictor has no run of the workload's model (:func:`~topokit.design.trust.has_runs_of`:
+    its traits alone place it, and no run vouches for its DP devices); a margin the user
+    gives, and eq. (15), are kept as they are."""
+    if (options.ndlf_margin is not None or isinstance(model, GlobalIteratePredictor)
+            or not searched.topology.dp_devices or has_runs_of(model, options.workload)):
+        return margin
+    return max(margin, DEFAULT_NDLF_MARGINS[SAFE_MIXING])
 
 
 def _decided_by(model: Any, options: OptimizeOptions) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from .workload import Workload
 
 __all__ = ["FASTEST_MIXING_MAX_PROBE_ROUNDS", "SAFE_MIXING", "MeasuredTrait",
-           "measured_probe_rounds", "mixing_for_trait"]
+           "measured_probe_rounds", "mixing_for_trait", "has_runs_of"]
 
 #: The largest probe rounds measured of a model for which fastest-mixing weights were never
 #: more than 2 % slower than NDLF (logistic regression: 3-10 per seed; module notes).
@@ -99,6 +99,33 @@ def measured_probe_rounds(predictor: Any, workload: Workload | None = None) -> M
     if shipped is not None:
         return MeasuredTrait(shipped, f"topokit's measurement of {model!r} on digits")
     return MeasuredTrait(None, "never measured")
+
+
+def has_runs_of(predictor: Any, workload: Workload | None) -> bool:
+    """Whether ``predictor`` was fitted or calibrated on runs of the workload's model.
+
+    Its traits may be measured (:func:`measured_probe_rounds`) while no run of it
+    ever trained with DP devices: then a design that adds DP devices rests on the
+    predictor's reach across models, and :func:`topokit.optimize` asks it to be
+    predicted as clearly faster than NDLF as the safe weights' margin.  The runs'
+    model is the one a predictor's record names (``trained_models``,
+    ``trained_model``, a calibration's ``model_traits``); without a workload, the
+    predictor's own.
+
+    >>> from topokit import Workload, load_predictor
+    >>> shipped = load_predictor("workload")
+    >>> has_runs_of(shipped, Workload(model="mlp")), has_runs_of(shipped, Workload(model="mine"))
+    (True, False)
+    """
+    if workload is None:
+        return True
+    provenance = getattr(predictor, "provenance_", None) or {}
+    models = set(provenance.get("trained_models") or ())
+    trained = _trained_model(provenance)
+    traits = provenance.get("model_traits")
+    if isinstance(traits, Mapping) and isinstance(traits.get("model"), str):
+        models.add(traits["model"])
+    return workload.model in models | ({trained} if trained else set())
 
 
 def _calibrated_trait(provenance: Mapping[str, Any], workload: Workload | None) -> float | None:
