@@ -24,3 +24,13 @@ def digits():
     from topokit.training import load_digits
 
     return load_digits()
+
+
+@pytest.fixture
+def never_generated(monkeypatch):
+    """Fail the test, before any memory is taken, if a network is generated (the
+    refusals of sizes that do not fit must come first)."""
+    def never(*args, **kwargs):
+        raise AssertionError("the network was generated")
+
+    monkeypatch.setattr("topokit.network.siot.siot", never)

@@ -70,15 +70,6 @@ def positions_network(path: Path, n: int) -> Path:
 # 1. generate siot
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def never_generated(monkeypatch):
-    """Fail the test, before any memory is taken, if a network is generated."""
-    def never(*args, **kwargs):
-        raise AssertionError("the network was generated")
-
-    monkeypatch.setattr("topokit.network.siot.siot", never)
-
-
 def test_a_siot_network_too_large_to_write_is_refused_with_the_estimate(tmp_path, memory,
                                                                         never_generated):
     memory(4 * GIB)

@@ -293,15 +293,6 @@ def test_a_large_file_is_networkx_node_link_json(tmp_path):
 # generate siot: refused up front
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def never_generated(monkeypatch):
-    """Fail the test, before any memory is taken, if a network is generated."""
-    def never(*args, **kwargs):
-        raise AssertionError("the network was generated")
-
-    monkeypatch.setattr("topokit.network.siot.siot", never)
-
-
 def test_generate_refuses_at_once_a_size_that_does_not_fit(tmp_path, monkeypatch,
                                                           never_generated):
     """20,000 devices in 4 GiB: refused in one line naming the largest count that fits,
