@@ -65,8 +65,8 @@ Loading a network file (every command that reads one, before it is read)
     and the generator's link lists, about 450 bytes a link.  Its file stores
     no delays (the positions and the radio model give them), so writing it
     adds nothing to that peak, and grows with the devices and links: about
-    120 bytes a device and 7.1 a link in JSON (the links of a device on one
-    line), 43 a link in GraphML (whose writer holds an XML element per link,
+    150 bytes a device and 33-35 a link in JSON (a node-link record a line),
+    43 a link in GraphML (whose writer holds an XML element per link,
     about 500 bytes more a link).  The SIoT generator's links per device grow,
     then level off as its synthetic city grows with the devices at a constant
     density: 85, 126, 203, 278 and 225 at 500, 1,000, 2,000, 5,000 and 16,000
@@ -74,8 +74,8 @@ Loading a network file (every command that reads one, before it is read)
     ``--metres-per-unit`` links more, 1.2 to 1.5 times as many at half the
     default.  Estimate: the smaller of 4.6 n^1.5 and 300 n links, times the
     default scale over the given one, at most every pair.  Measured (resident
-    peak above the command's 190 MiB at 16 devices, file): 47 MiB and 0.9 MB at
-    1,000 devices, 203 MiB and 3.2 MB at 2,000, 955 MiB and 10.5 MB at 5,000
+    peak above the command's 190 MiB at 16 devices, file): 47 MiB and 4.3 MB at
+    1,000 devices, 203 MiB and 14.5 MB at 2,000, 955 MiB and 49.3 MB at 5,000
     (GraphML: 121 MiB and 5.3 MB, 443 MiB and 17.8 MB, 1,589 MiB and 61 MB);
     when the file stored the delays: 87 MiB and 10.9 MB, 341 MiB and 40.1 MB,
     1,334 MiB and 202 MB.  ``generate`` refuses a network that it, or loading

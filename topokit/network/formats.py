@@ -5,7 +5,7 @@
   (metres) and ``class_counts``; the delays are the graph attribute ``delay``
   (an n x n matrix, or a default and the pairs that differ) or, without it,
   what the positions and the graph attribute ``physical_model`` give; an edge
-  record holds a social link or (large networks) a device's links.
+  record holds a social link.
 - :func:`load_topology` / :func:`save_topology`: a topology's links, DP devices
   and optional mixing weights as JSON (what ``topokit design -o`` writes).
 - :func:`load_noise_multipliers`: the per-device noise levels a design file records.
@@ -662,10 +662,10 @@ def network_from_node_link(data: Any, *, source: str = "network") -> Network:
 
 #: From this many devices on, :func:`save_network` stores the delays in the smallest of
 #: its forms (:func:`delay_form`) and writes a JSON file a record a line (a delay row, the
-#: listed pairs of a row, a device's social links); smaller networks, the bundled examples
-#: among them, keep the n x n matrix and one value a line.  A 2,000-device SIoT network's
-#: file shrinks from 40.1 MB (60.1 MB one value a line) to 3.2 MB, nearly all of it its
-#: 406,846 social links; 5,000 devices: from 202 to 10.5 MB (see topokit.cli._sizes).
+#: listed pairs of a row, a social link); smaller networks, the bundled examples among
+#: them, keep the n x n matrix and one value a line.  A 2,000-device SIoT network's file
+#: shrinks from 40.1 MB (60.1 MB one value a line) to 14.5 MB, nearly all of it its
+#: 406,846 social links; 5,000 devices: from 202 to 49.3 MB (see topokit.cli._sizes).
 COMPACT_FROM_DEVICES = 200
 
 
