@@ -185,8 +185,9 @@ def _reached(weights: sp.csr_array, sources: NDArray[np.int64], hidden: NDArray[
     if steps < 1:
         return np.zeros(hidden.size)
     # Counts of walks' predecessors in int64: a device can have more than 127 of them.
-    into_hidden = (weights[hidden][:, sources] != 0).astype(np.int64)
-    among_hidden = (weights[hidden][:, hidden] != 0).astype(np.int64)
+    rows = weights[hidden]  # the rows of the hidden devices, sliced once
+    into_hidden = (rows[:, sources] != 0).astype(np.int64)
+    among_hidden = (rows[:, hidden] != 0).astype(np.int64)
     frontier = np.asarray(into_hidden.sum(axis=1)).ravel() > 0
     reached = frontier.copy()
     for _ in range(steps - 1):
