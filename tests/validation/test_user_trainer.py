@@ -2,12 +2,14 @@
 
 import math
 import threading
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from topokit.errors import InvalidInputError
+from topokit import Workload
+from topokit.errors import InvalidInputError, TopokitWarning
 from topokit.training import DPConfig, train
 from topokit.validation import curves_path, timings_path, validate
 
@@ -96,6 +98,27 @@ def test_the_trainer_gets_the_trials_seed_rounds_and_dp(toy):
 def test_the_default_config_has_no_trainer(toy):
     result = validate(toy, "ndlf", trials=1, rounds=2, targets=(0.5,), audit_rounds=0)
     assert "trainer" not in result.config
+    assert "unmeasured_model" not in result.config
+
+
+def test_a_model_nothing_measured_is_said_to_be_judged_by_another_fit(toy):
+    """Its predictions are the shipped logistic-regression fit's: validate says so once,
+    with how to measure the model, and records it; a workload or a named predictor is a
+    choice, and silences it."""
+    options = {"trials": 1, "rounds": 3, "targets": (0.5,), "audit_rounds": 0}
+    with pytest.warns(TopokitWarning) as caught:
+        result = validate(toy, "ndlf", trainer=_returning([0.5]), **options)
+    said = [str(w.message) for w in caught if "model of your own" in str(w.message)]
+    assert len(said) == 1 and "ceiling_probe" in said[0] and "\n" not in said[0]
+    assert result.config["unmeasured_model"] == said[0]
+    for chosen in ({"predictor": "default"},
+                   {"workload": Workload(model="mine", ceiling=0.9, probe_rounds=12, rounds=3,
+                                        target=0.5)}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = validate(toy, "ndlf", trainer=_returning([0.5]), **options, **chosen)
+        assert not [w for w in caught if "model of your own" in str(w.message)]
+        assert "unmeasured_model" not in result.config
 
 
 def _returning(value):

@@ -53,7 +53,7 @@ from ..design.metrics import DEFAULT_AUDIT_ROUNDS, Metrics, evaluate, exposure
 from ..design.predictor import GlobalIteratePredictor
 from ..design.time_predictor import PREDICTOR_NAMES, load_predictor
 from ..design.workload import TOPOKIT_MODELS, Workload, check_workload
-from ..errors import InvalidInputError, NotFittedError
+from ..errors import InvalidInputError, NotFittedError, TopokitWarning
 from ..network.core import Network, Topology
 from ..network.schedule import TopologySchedule
 from ..training import DPConfig, TrainingRun, partition_class_counts, train
@@ -115,6 +115,15 @@ NOT_PREDICTED_NOTE = (
     "the predictors judge static topologies: the prediction columns (H, gap, G', G'L, the "
     "features, the stranger audit) of a time-varying topology are NaN; its measured time is "
     "the sum of its rounds' times"
+)
+
+#: What validate says when the runs train a model of the user's that nothing measured and
+#: no predictor was named (a warning, and the result's config, ``unmeasured_model``).
+UNMEASURED_MODEL_NOTE = (
+    "the runs train a model of your own that no workload describes: its predicted times are "
+    "topokit's logistic-regression fit's, and the 'optimize' design has the safe "
+    "Lazy-Metropolis weights; measure the model with topokit.training.ceiling.ceiling_probe "
+    "and pass workload=Workload(model=..., ceiling=..., probe_rounds=...)"
 )
 
 #: What :func:`validate` compares by default: AutoTag's design and the three baselines.
@@ -1064,7 +1073,15 @@ def _check_inputs(net: Network, topologies, *, X, y, dataset: str, targets: Sequ
                          else type(named).__name__)
     if trainer is None:  # a user's trainer's cost is its own
         _check_training_cost(net, settings)
+    if _judged_by_another_model(settings):
+        warnings.warn(UNMEASURED_MODEL_NOTE, TopokitWarning, stacklevel=3)
     return settings
+
+
+def _judged_by_another_model(settings: _Settings) -> bool:
+    """Whether the runs' predictions are another model's: a model of the user's that no
+    workload measured, judged by the shipped fit nobody chose for it."""
+    return not settings.predictor_given and _unmeasured_model(settings)
 
 
 #: The most CPU time validate's training runs may take, as estimated before the first
@@ -1353,6 +1370,8 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
     }
     if settings.trainer is not None:
         config["trainer"] = _trainer_name(settings.trainer)
+    if _judged_by_another_model(settings):  # only then: other configs are as before
+        config["unmeasured_model"] = UNMEASURED_MODEL_NOTE
     unjudged = [b.name for b in built if isinstance(b.topology, TopologySchedule)]
     if unjudged:  # only then: the config (and job) of static topologies is as before
         config["not_predicted"] = {"topologies": unjudged, "why": NOT_PREDICTED_NOTE}

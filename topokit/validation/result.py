@@ -69,7 +69,9 @@ class ValidationResult:
     config : dict
         The settings of the run (JSON-able); ``config["not_predicted"]``
         names the time-varying topologies, whose predictions are NaN, and says
-        why (absent when there are none).
+        why (absent when there are none); ``config["unmeasured_model"]`` says
+        that the runs train a model of the user's that no workload measured,
+        so that its predictions are the shipped fit's (absent otherwise).
     timings : DataFrame or None
         Wall-clock seconds of every training run (:data:`TIMING_COLUMNS`), kept
         apart from ``frame`` so that the same seed gives the same results table.
