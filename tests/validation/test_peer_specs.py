@@ -1,5 +1,6 @@
-"""validate's time-varying peers: "one-peer-exponential", "base:K" and "epidemic:S" specs,
-trained over a network's usable links, measured by the sum of their rounds' times."""
+"""validate's peers of the field: the time-varying "one-peer-exponential", "base:K" and
+"epidemic:S" specs, trained over a network's usable links and measured by the sum of their
+rounds' times, and the static "equistatic" / "equistatic:M" (U-EquiStatic)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import numpy as np
 import pytest
 
 from topokit import Topology, TopologySchedule, load_example, validate
+from topokit._random import keyed_seed
 from topokit.cli import app
-from topokit.design.peers import base_graph, one_peer_exponential
+from topokit.design.peers import base_graph, equistatic, one_peer_exponential
 from topokit.errors import InvalidInputError, InvalidTopologyError
 from topokit.network.siot import siot
 from topokit.training import train
-from topokit.validation.core import NOT_PREDICTED_NOTE, parse_topology_specs
+from topokit.validation.core import _EQUISTATIC, NOT_PREDICTED_NOTE, parse_topology_specs
 
 from cli_errors import check_one_line, runner
 
-SPECS = "ndlf,exponential,one-peer-exponential,base:2,epidemic:2"
+SPECS = "ndlf,exponential,equistatic:3,one-peer-exponential,base:2,epidemic:2"
 QUICK = dict(trials=1, rounds=20, targets=[0.7], audit_rounds=4, seed=5)
 
 
@@ -40,14 +42,43 @@ def test_the_specs_parse_with_their_counts():
     assert tuple(parse_topology_specs({"mine": "base:1"})[0]) == ("mine", "base", 1)
 
 
+def test_equistatic_parses_with_and_without_m():
+    specs = [tuple(spec) for spec in parse_topology_specs("equistatic, EquiStatic:3")]
+    assert specs == [("equistatic", "equistatic", None), ("equistatic:3", "equistatic", 3)]
+    assert tuple(parse_topology_specs({"mine": "equistatic"})[0]) == ("mine", "equistatic",
+                                                                         None)
+
+
 def test_each_peer_is_its_construction_over_the_network(net, result):
     built = result.topologies
     assert built["one-peer-exponential"] == one_peer_exponential(net)
     assert built["base:2"] == base_graph(net, 2)
     assert isinstance(built["epidemic:2"], TopologySchedule)
     assert built["epidemic:2"].is_generated and built["epidemic:2"].name == "epidemic:2"
-    assert set(result.frame["kind"]) == {"ndlf", "exponential", "one-peer-exponential", "base",
-                                         "epidemic"}
+    assert set(result.frame["kind"]) == {"ndlf", "exponential", "equistatic",
+                                         "one-peer-exponential", "base", "epidemic"}
+
+
+def test_equistatic_is_u_equistatic_over_the_network_drawn_from_the_seed(net, result):
+    built = result.topologies["equistatic:3"]
+    # Static, in node order, its offsets drawn from the validation seed's own stream.
+    assert built == equistatic(net, 3, seed=keyed_seed(QUICK["seed"], _EQUISTATIC, 0))
+    W, n = built.mixing_matrix(net.nodes), net.n_devices
+    assert np.allclose(W, W.T) and np.allclose(W.sum(axis=1), 1) and np.allclose(np.diag(W), 1 / n)
+    # Every link weighs a whole number of (n - 1) / (2nM), and a device has at most 2M peers.
+    units = np.array(built.weights) * 2 * n * 3 / (n - 1)
+    assert np.allclose(units, np.round(units)) and (np.count_nonzero(W, axis=1) - 1 <= 6).all()
+    # A static topology: predicted like the exponential graph, measured like it.
+    frame = result.frame.set_index("topology")
+    assert np.isfinite(frame.loc["equistatic:3", "hitting_time"])
+    assert "equistatic:3" not in result.config["not_predicted"]["topologies"]
+
+
+def test_equistatic_without_m_draws_ceil_log2_n_offsets(net):
+    result = validate(net, "equistatic", trials=1, rounds=3, targets=[0.5], audit_rounds=0,
+                      seed=5)
+    assert result.topologies["equistatic"] == equistatic(net, 4, seed=keyed_seed(5, _EQUISTATIC,
+                                                                                 0))
 
 
 def test_measured_time_is_the_sum_of_the_rounds_times(net, digits, result):
@@ -73,7 +104,7 @@ def test_a_schedule_is_not_predicted_and_the_result_says_so_once(result):
     for column in ("hitting_time", "predicted_global_iterate", "pseudo_time",
                    "exposed_stranger_pairs", "noise_average"):
         assert frame.loc[peers, column].isna().all(), column
-        assert frame.loc[["ndlf", "exponential"], column].notna().all(), column
+        assert frame.loc[["ndlf", "exponential", "equistatic:3"], column].notna().all(), column
     assert result.config["not_predicted"] == {"topologies": peers, "why": NOT_PREDICTED_NOTE}
     # What is known of a schedule is there: its DP devices, its mean round time, its links.
     assert (frame.loc[peers, "local_iterate"] > 0).all()
@@ -105,6 +136,10 @@ def test_a_users_schedule_trains_by_name(net):
     ("epidemic:16", "can reach only 15"),
     ("base:16", "at most 15 peers"),
     ("one-peer-exponential:2", "unknown topology spec"),
+    ("equistatic:0", "equistatic:M needs a positive integer M"),
+    ("equistatic:", "equistatic:M needs a positive integer M"),
+    ("equistatic:x", "equistatic:M needs a positive integer M"),
+    ("equistatics", "unknown topology spec"),
 ])
 def test_a_degree_the_network_cannot_give_is_refused_in_one_line(net, spec, message):
     with pytest.raises(InvalidInputError, match=message) as caught:
@@ -116,6 +151,17 @@ def test_a_peer_that_needs_a_missing_link_is_refused_naming_it():
     with pytest.raises(InvalidInputError, match="'A'-'E'") as caught:
         validate(load_example("toy"), "ndlf,one-peer-exponential", **QUICK)
     assert "topology 'one-peer-exponential'" in str(caught.value)
+
+
+@pytest.mark.parametrize(("seed", "message"), [
+    (5, "needs the link 'A'-'E'"),  # this draw's ring offset 2 joins A and E
+    (0, "share the factor 2 with the 6 devices"),  # offsets 2 and 4: two groups never mix
+])
+def test_an_equistatic_draw_the_network_cannot_give_is_refused_in_one_line(seed, message):
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        validate(load_example("toy"), "ndlf,equistatic:2", **{**QUICK, "seed": seed})
+    assert str(caught.value).startswith("topology 'equistatic:2': ")
+    assert "\n" not in str(caught.value)
 
 
 def test_a_users_schedule_with_a_disconnected_union_is_refused(net):
@@ -136,7 +182,8 @@ def test_the_cli_trains_a_peer(tmp_path):
 
 
 @pytest.mark.parametrize(("spec", "keyword"), [("base:0", "base:K"),
-                                               ("epidemic:99", "can reach only")])
+                                               ("epidemic:99", "can reach only"),
+                                               ("equistatic:0", "equistatic:M")])
 def test_the_cli_refuses_a_bad_peer_in_one_line(tmp_path, spec, keyword):
     check_one_line(["validate", "-e", "siot16", "-t", spec, "--trials", "1", "--rounds", "3",
                     "-o", str(tmp_path / "runs.parquet")], keyword)

@@ -20,6 +20,7 @@ module                   what it holds
 :mod:`.noise`            :class:`~.noise.DesignNoise`: the noise a design's DP devices add
 :mod:`._optimize`        :func:`optimize`: the design a training-time predictor judges fastest
 :mod:`.baselines`        NDLF, DLFDP, ERG, random topologies, the exhaustive optimum
+:mod:`.peers`            peers of the field: one-peer exponential, Base-(k+1), epidemic, EquiStatic
 :mod:`.mixing`           topologies with fastest-mixing or Metropolis-Hastings weights
 :mod:`.batch`            metrics of many networks, resumable, local or on Dask
 :mod:`.workload`         :class:`Workload`: what the user trains

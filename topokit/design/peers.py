@@ -1,6 +1,6 @@
-"""The time-varying topologies of the field, as schedules over a network.
+"""The peers of the field over a network: time-varying schedules, and EquiStatic.
 
-Each builder returns a :class:`~topokit.network.TopologySchedule` whose
+Each time-varying builder returns a :class:`~topokit.network.TopologySchedule` whose
 rounds use only the network's usable pairs (finite delay), with the devices
 placed in the ring order of :func:`~topokit.design.baselines.exponential_graph`
 (:func:`~topokit.design.baselines.ring_order`: ``net.nodes`` unless shuffled
@@ -14,6 +14,11 @@ by a seed), so that construction index i is device ``ring_order(net)[i]``:
 - :func:`epidemic`: de Vos et al.'s epidemic learning (NeurIPS 2023), each
   device sending to s peers drawn at random every round (a generated schedule).
 
+:func:`equistatic` is static: Song et al.'s U-EquiStatic (NeurIPS 2022), a
+:class:`~topokit.network.Topology` with the construction's mixing weights,
+whose consensus rate does not grow with the number of devices, placed in the
+same ring order.
+
 The ends of every link that is not a social link are the DP devices, in every
 round (:mod:`topokit.network.schedule` says why).  A construction that needs a
 pair the network cannot carry is refused in one line naming the pair: unlike
@@ -21,28 +26,30 @@ the static exponential graph, which joins what it loses with the fastest
 usable links, these sequences reach their exact average only with every link
 they prescribe.
 
-The index-level constructions, :func:`one_peer_exponential_weights` and
-:func:`base_graph_weights`, give the mixing matrices alone.
+The index-level constructions, :func:`one_peer_exponential_weights`,
+:func:`base_graph_weights` and :func:`equistatic_weights` (with the draw
+:func:`equistatic_offsets`), give the mixing matrices alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_int
-from .._random import SeedLike
+from .._random import SeedLike, check_random_state
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology, canonical_pair
 from ..network.schedule import TopologySchedule
 from .baselines import ring_order
 
-__all__ = ["one_peer_exponential", "base_graph", "epidemic", "one_peer_exponential_weights",
-           "base_graph_weights", "EpidemicRounds"]
+__all__ = ["one_peer_exponential", "base_graph", "epidemic", "equistatic",
+           "one_peer_exponential_weights", "base_graph_weights", "equistatic_weights",
+           "equistatic_offsets", "EpidemicRounds"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,6 +255,84 @@ class EpidemicRounds:
         return f"epidemic(s={self.s})"
 
 
+def equistatic(net: Network, m: int | None = None, *, seed: SeedLike = None) -> Topology:
+    """Song et al.'s U-EquiStatic over the usable pairs of ``net``: M random ring offsets.
+
+    The device at ring position i is linked to positions i + u and i - u
+    (mod n) for each of M offsets u_1, ..., u_M drawn uniformly from
+    {1, ..., n - 1} (:func:`equistatic_offsets`), with the mixing weights of
+    :func:`equistatic_weights`: each device keeps 1/n of its value and has
+    at most 2M peers [1]_.  The paper's static topologies are D-EquiStatic
+    (device i sends to i + u_m only, a directed graph) and U-EquiStatic (its
+    symmetrised, undirected twin); topokit trains over undirected links with
+    symmetric mixing, so this is U-EquiStatic.
+
+    Its consensus rate ||W - J||_2 is at most epsilon with probability at
+    least 1 - p once M >= 8 ln(2n/p) / (3 epsilon^2): about ln n peers buy
+    a rate that does not grow with n (the Notes of :func:`equistatic_weights`).
+
+    Parameters
+    ----------
+    net : Network
+    m : int >= 1, optional
+        M, the offsets (basis matrices) drawn.  Default ceil(log2 n), the
+        out-degree of the static exponential graph, the degree at which the
+        authors compare the two (their ``consensus.ipynb``).
+    seed : int, Generator or None
+        Draws the offsets.  The devices stay in node order (``ring_order(net)``
+        without a seed), so the same seed gives the same topology.
+
+    Returns
+    -------
+    Topology
+        The links with their U-EquiStatic weights; the ends of the links that
+        are not social links are the DP devices.  One device: no links.
+
+    Raises
+    ------
+    InvalidInputError
+        ``m`` below 1; a link the draw needs has an infinite delay (named);
+        every offset drawn shares a factor with n, so the devices split into
+        groups that never mix (named, with the offsets).
+
+    References
+    ----------
+    .. [1] Z. Song, W. Li, K. Jin, L. Shi, M. Yan, W. Yin and K. Yuan,
+       "Communication-efficient topologies for decentralized learning with
+       O(1) consensus rate", NeurIPS 2022; code
+       https://github.com/kexinjinnn/EquiTopo (``EquiStatic.py``).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> net = Network(nx.cycle_graph(16), [1.0] * 16, np.ones((16, 16)))
+    >>> topology = equistatic(net, 3, seed=0)
+    >>> W = topology.mixing_matrix(net.nodes)
+    >>> bool(np.allclose(W, W.T) and np.allclose(W.sum(axis=0), 1)), float(W[0, 0])
+    (True, 0.0625)
+    >>> max(sum(1 for link in topology.edges if node in link) for node in net.nodes) <= 2 * 3
+    True
+    """
+    n = net.n_devices
+    m = (n - 1).bit_length() if m is None else check_int(m, "m", low=1)
+    if n == 1:
+        return Topology((), ())
+    offsets = equistatic_offsets(n, m, seed=seed)
+    name = f"equistatic:{m}"
+    common = math.gcd(n, *offsets.tolist())
+    if common > 1:
+        # Then W has a second eigenvalue 1: the groups i mod common never mix.
+        raise InvalidInputError(
+            f"{name} drew the ring offsets {sorted(set(offsets.tolist()))}, which all share "
+            f"the factor {common} with the {n} devices, so the devices split into {common} "
+            "groups that never mix; use another seed or a larger M"
+        )
+    links = _topology_over(net, equistatic_weights(n, offsets), ring_order(net), name,
+                           lambda i, j: f"ring offset {min(j - i, n - j + i)}")
+    ends = {node for u, v in links.non_social_edges(net) for node in (u, v)}
+    return Topology(links.edges, ends, links.weights)
+
+
 def _metropolis_weights(pairs: set) -> dict:
     """Metropolis-Hastings weights 1 / (1 + max(d_u, d_v)) of the links ``pairs``."""
     degree: dict[Hashable, int] = {}
@@ -275,15 +360,24 @@ def _schedule_over(net: Network, matrices: Sequence[NDArray[np.float64]], order:
 def _round_over(net: Network, matrix: NDArray[np.float64], order: list, name: str,
                 t: int) -> Topology:
     """Round ``t``'s topology: the links and weights of ``matrix`` placed on ``order``."""
+    return _topology_over(net, matrix, order, name, lambda i, j: f"round {t}")
+
+
+def _topology_over(net: Network, matrix: NDArray[np.float64], order: list, name: str,
+                   where: Callable[[int, int], str]) -> Topology:
+    """The links and weights of the index-level ``matrix`` with index i on ``order[i]``, no
+    DP devices; a link with an infinite delay is refused, ``where(i, j)`` saying what in the
+    construction needs it."""
     rows, cols = np.nonzero(np.triu(matrix, 1))
-    pairs = [(order[i], order[j]) for i, j in zip(rows, cols, strict=True)]
-    for u, v in pairs:
+    for i, j in zip(rows, cols, strict=True):
+        u, v = order[i], order[j]
         if not np.isfinite(net.delay[net.index[u], net.index[v]]):
             raise InvalidInputError(
-                f"{name} needs the link {u!r}-{v!r} (round {t}), which this network cannot "
-                "carry (infinite delay); choose a network where those devices can connect, or "
-                "another topology"
+                f"{name} needs the link {u!r}-{v!r} ({where(int(i), int(j))}), which this "
+                "network cannot carry (infinite delay); choose a network where those devices "
+                "can connect, or another topology"
             )
+    pairs = [(order[i], order[j]) for i, j in zip(rows, cols, strict=True)]
     return Topology(pairs, (), matrix[rows, cols].tolist())
 
 
@@ -387,6 +481,118 @@ def base_graph_weights(n: int, max_degree: int) -> list[NDArray[np.float64]]:
              for m in range(len(parts[0]))]
             + [_placed(n, [(cube[m], group) for cube, group in zip(cubes, groups2, strict=True)])
                for m in range(len(cubes[0]))])
+
+
+def equistatic_offsets(n: int, m: int, *, seed: SeedLike = None) -> NDArray[np.int64]:
+    """U-EquiStatic's draw: M ring offsets u_1, ..., u_M, uniform on {1, ..., n - 1}.
+
+    Independent and with replacement, as in the paper and the authors' code
+    (``np.random.choice(np.arange(1, n), size=M, replace=True)``); a
+    repeated offset doubles its links' weights in :func:`equistatic_weights`.
+
+    Parameters
+    ----------
+    n : int >= 2
+    m : int >= 1
+    seed : int, Generator or None
+
+    Returns
+    -------
+    ndarray of int, shape (m,)
+
+    Examples
+    --------
+    >>> offsets = equistatic_offsets(16, 4, seed=0)
+    >>> offsets.shape, bool(((offsets >= 1) & (offsets <= 15)).all())
+    ((4,), True)
+    """
+    n = check_int(n, "n", low=2)
+    m = check_int(m, "m", low=1)
+    return check_random_state(seed).integers(1, n, size=m, dtype=np.int64)
+
+
+def equistatic_weights(n: int,
+                       offsets: Sequence[int] | NDArray[np.integer]) -> NDArray[np.float64]:
+    """U-EquiStatic's mixing matrix W for the ring offsets u_1, ..., u_M (Song et al., 2022).
+
+    A reimplementation from the paper's definitions of the authors'
+    ``UEquiStatic(n, M=...)`` (``EquiStatic.py`` of
+    https://github.com/kexinjinnn/EquiTopo, which states no licence; no code
+    is copied, and both give the same matrix for the same offsets): device i
+    keeps 1/n of its value and gives (n - 1) / (2nM) to i + u and to i - u
+    (mod n) for each offset u, so weights of a repeated offset add up and
+    u = n/2 gives its one peer (n - 1) / (nM).
+
+    Parameters
+    ----------
+    n : int >= 2
+    offsets : sequence of int in [1, n - 1], non-empty
+        The paper's u_1, ..., u_M (:func:`equistatic_offsets` draws them).
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        Symmetric, doubly stochastic and circulant; non-negative, diagonal 1/n.
+
+    Notes
+    -----
+    With the cyclic shift P ([P]_ij = 1 iff j = i + 1 mod n), the basis
+    matrices and U-EquiStatic are
+
+    .. math::
+
+       A^{(u)} = \\frac{1}{n} I + \\frac{n - 1}{n} P^u, \\qquad
+       W = \\frac{1}{2M} \\sum_{m=1}^{M} \\left(A^{(u_m)} + A^{(u_m)\\top}\\right)
+
+    (D-EquiStatic is :math:`\\frac{1}{M} \\sum_m A^{(u_m)}`).  W is circulant,
+    so its eigenvalues are
+
+    .. math::
+
+       \\lambda_k = \\frac{1}{n} + \\frac{n - 1}{nM} \\sum_{m=1}^{M}
+       \\cos\\frac{2 \\pi k u_m}{n}, \\qquad k = 0, \\dots, n - 1,
+
+    with :math:`\\lambda_0 = 1`, and the consensus rate is
+    :math:`\\rho = \\|W - J\\|_2 = \\max_{k \\neq 0} |\\lambda_k|`, J = 11^T / n.
+    For u uniform on {1, ..., n - 1}, E A^{(u)} = J, and each term
+    :math:`X_m = ((A^{(u_m)} + A^{(u_m)\\top})/2 - J)/M` has
+    :math:`\\|X_m\\|_2 \\le 1/M`, so the matrix Bernstein inequality gives, for
+    :math:`\\epsilon \\in (0, 1]`,
+
+    .. math::
+
+       P(\\rho > \\epsilon) \\le 2n \\exp(-3 M \\epsilon^2 / 8),
+
+    which is at most p once :math:`M \\ge 8 \\ln(2n/p) / (3 \\epsilon^2)`: the
+    paper's n-independent rate with Theta(ln n) peers, and the M the authors'
+    code computes from epsilon and p.
+
+    Examples
+    --------
+    >>> W = equistatic_weights(4, [1])
+    >>> W[0].tolist()   # 1/n to itself, (n - 1) / (2nM) to 0 + 1 and 0 - 1 (mod 4)
+    [0.25, 0.375, 0.0, 0.375]
+    >>> sorted(np.round(np.linalg.eigvalsh(W), 12).tolist())   # 1/4 + 3/4 cos(pi k / 2)
+    [-0.5, 0.25, 0.25, 1.0]
+    """
+    n = check_int(n, "n", low=2)
+    u = _checked_offsets(n, offsets)
+    shift = np.zeros((n, n))
+    positions = np.arange(n)
+    for offset in u.tolist():  # P^u, summed over the draws
+        shift[positions, (positions + offset) % n] += 1.0
+    basis_sum = u.size * np.eye(n) / n + (n - 1) / n * shift  # sum_m A^(u_m)
+    return (basis_sum + basis_sum.T) / (2 * u.size)
+
+
+def _checked_offsets(n: int, offsets: Sequence[int] | NDArray[np.integer]) -> NDArray[np.integer]:
+    u = np.asarray(offsets)
+    integral = u.ndim == 1 and u.size > 0 and np.issubdtype(u.dtype, np.integer)
+    if not integral or u.min() < 1 or u.max() > n - 1:
+        raise InvalidInputError(
+            f"offsets must be a non-empty sequence of integers in [1, {n - 1}]; got {offsets!r}"
+        )
+    return u
 
 
 def _floor_power(n: int, base: int) -> int:

@@ -93,9 +93,11 @@ __all__ = [
 
 #: Named topology specs; ``"random:K"`` adds K random valid topologies.  ``"exponential"``
 #: is the static exponential graph of Ying et al. (NeurIPS 2021) over the usable links
-#: (:func:`~topokit.design.baselines.exponential_graph`), a peer of the field; the
-#: :data:`PEER_KINDS` are the time-varying peers (:mod:`topokit.design.peers`).
-TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential",
+#: (:func:`~topokit.design.baselines.exponential_graph`), a peer of the field, and so is
+#: ``"equistatic"`` / ``"equistatic:M"``, Song et al.'s static U-EquiStatic
+#: (:func:`~topokit.design.peers.equistatic`); the :data:`PEER_KINDS` are the time-varying
+#: peers (:mod:`topokit.design.peers`).
+TOPOLOGY_KINDS = ("optimize", "autotag", "ndlf", "dlfdp", "erg", "exponential", "equistatic",
                   "one-peer-exponential", "base", "epidemic", "random")
 #: The kinds that train over a :class:`~topokit.network.TopologySchedule`: Ying et al.'s
 #: one-peer exponential graph, Takezawa et al.'s Base-(K+1) graph (``"base:K"``) and de Vos
@@ -104,9 +106,15 @@ PEER_KINDS = ("one-peer-exponential", "base", "epidemic")
 #: The kinds written ``kind:N``, with what N is.
 _COUNTED_KINDS = {"random": "K random valid topologies",
                   "base": "the Base-(K+1) graph's max degree",
-                  "epidemic": "the peers a device sends to each round"}
+                  "epidemic": "the peers a device sends to each round",
+                  "equistatic": "the ring offsets U-EquiStatic draws, up to 2M peers a device"}
+#: The counted kinds whose N may be left out (``"equistatic"``: M = ceil(log2 n)).
+_COUNT_OPTIONAL = frozenset({"equistatic"})
+#: The letter a counted kind's N is written with, where it is not K.
+_COUNT_LETTERS = {"epidemic": "S", "equistatic": "M"}
 #: The kinds as a user reads them in a message.
-_KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, one-peer-exponential, "
+_KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, equistatic or equistatic:M "
+               "(U-EquiStatic, M ring offsets), one-peer-exponential, "
                "base:K (Base-(K+1) graph, max degree K), epidemic:S (S random peers a round), "
                "random:K (K random valid topologies)")
 #: What validate says of the topologies whose time no predictor judges (in the result's
@@ -130,7 +138,7 @@ UNMEASURED_MODEL_NOTE = (
 DEFAULT_TOPOLOGIES = ("autotag", "ndlf", "dlfdp", "erg")
 
 # Sub-streams of the validation seed (keyed_seed(seed, role, index)).
-_TRIAL, _ERG, _RANDOM, _OPTIMIZE, _EPIDEMIC = 0, 1, 2, 3, 4
+_TRIAL, _ERG, _RANDOM, _OPTIMIZE, _EPIDEMIC, _EQUISTATIC = 0, 1, 2, 3, 4, 5
 
 
 def trial_seed(seed: int, trial: int) -> int:
@@ -164,8 +172,9 @@ class TopologySpec(NamedTuple):
     """One entry of the ``topologies`` argument of :func:`validate`, not built yet.
 
     ``item`` is the Topology (or schedule, or design) of a user's entry (kind
-    ``"custom"``), N for ``random:K``, ``base:K`` and ``epidemic:S``, and None
-    for a named design or baseline.
+    ``"custom"``), N for ``random:K``, ``base:K``, ``epidemic:S`` and
+    ``equistatic:M``, and None for a named design or baseline (and for
+    ``equistatic`` without M).
     """
 
     name: str
@@ -173,23 +182,24 @@ class TopologySpec(NamedTuple):
     item: Topology | TopologySchedule | int | None
 
 
-def _parse_spec(spec: str) -> tuple[str, int]:
-    """(kind, count) of a spec string: count is N of ``random:K``, ``base:K`` and
-    ``epidemic:S``, else 1.
+def _parse_spec(spec: str) -> tuple[str, int | None]:
+    """(kind, count) of a spec string: count is N of ``random:K``, ``base:K``,
+    ``epidemic:S`` and ``equistatic:M``, None for ``equistatic`` (its default M), else 1.
 
-    >>> _parse_spec("base:2"), _parse_spec("one-peer-exponential")
-    (('base', 2), ('one-peer-exponential', 1))
+    >>> _parse_spec("base:2"), _parse_spec("one-peer-exponential"), _parse_spec("equistatic")
+    (('base', 2), ('one-peer-exponential', 1), ('equistatic', None))
     """
     text = spec.strip().lower()
     kind, colon, count = text.partition(":")
-    if kind not in TOPOLOGY_KINDS or (kind in _COUNTED_KINDS) != bool(colon):
+    counted = kind in _COUNTED_KINDS and (bool(colon) or kind not in _COUNT_OPTIONAL)
+    if kind not in TOPOLOGY_KINDS or counted != bool(colon):
         raise InvalidInputError(
             f"unknown topology spec {spec!r}; expected one of {_KINDS_TEXT}, or a Topology"
         )
-    if kind not in _COUNTED_KINDS:
-        return kind, 1
+    if not counted:
+        return kind, None if kind in _COUNT_OPTIONAL else 1
     if not count.strip().isdigit() or int(count) < 1:
-        letter = "S" if kind == "epidemic" else "K"
+        letter = _COUNT_LETTERS.get(kind, "K")
         raise InvalidInputError(
             f"{kind}:{letter} needs a positive integer {letter} ({_COUNTED_KINDS[kind]}); "
             f"got {spec.strip()!r}"
@@ -230,11 +240,11 @@ def _parse_entry(name: Any, value: Any) -> TopologySpec:
         )
     kind, count = _parse_spec(value)
     # A spec given as itself ("random:3" -> "random:3") is named by its kind; a peer with a
-    # count by the kind and count ("base:2").
+    # count by the kind and count ("base:2"), without one by the kind ("equistatic").
     named_by_kind = name.strip().lower() == value.strip().lower()
     if kind == "random":
         return TopologySpec(name.split(":")[0] if named_by_kind else name, kind, count)
-    if kind in _COUNTED_KINDS:
+    if kind in _COUNTED_KINDS and count is not None:
         return TopologySpec(f"{kind}:{count}" if named_by_kind else name, kind, count)
     return TopologySpec(kind if named_by_kind else name, kind, None)
 
@@ -307,6 +317,18 @@ def _peer_schedule(net: Network, spec: TopologySpec, seed: int) -> TopologySched
         raise type(exc)(f"topology {spec.name!r}: {exc.args[0]}") from None
 
 
+def _equistatic(net: Network, spec: TopologySpec, seed: int) -> Topology:
+    """U-EquiStatic over the usable links in node order, its offsets drawn from the validation
+    seed: one topology for every trial.  ``spec.item`` is M (None: ceil(log2 n)); what the
+    network cannot give is refused in one line naming the spec."""
+    from ..design.peers import equistatic
+
+    try:
+        return equistatic(net, spec.item, seed=keyed_seed(seed, _EQUISTATIC, 0))
+    except InvalidInputError as exc:
+        raise type(exc)(f"topology {spec.name!r}: {exc.args[0]}") from None
+
+
 def _build_topologies(net: Network, specs: Sequence[TopologySpec],
                       settings: _Settings) -> list[BuiltTopology]:
     from ..design import autotag
@@ -341,6 +363,8 @@ def _build_topologies(net: Network, specs: Sequence[TopologySpec],
             topology = dlfdp(net)
         elif spec.kind == "exponential":  # in node order: the same graph every trial
             topology = exponential_graph(net)
+        elif spec.kind == "equistatic":
+            topology = _equistatic(net, spec, seed)
         elif spec.kind in PEER_KINDS:
             topology = _peer_schedule(net, spec, seed)
         else:  # erg
@@ -1432,7 +1456,11 @@ def validate(
         ``"dlfdp"``, ``"erg"`` (DeepPrivacy-ERG with AutoTag's link count),
         ``"exponential"`` (Ying et al.'s static exponential graph over the
         usable links, devices on the ring in node order:
-        :func:`~topokit.design.baselines.exponential_graph`), the
+        :func:`~topokit.design.baselines.exponential_graph`),
+        ``"equistatic"`` or ``"equistatic:M"`` (Song et al.'s static
+        U-EquiStatic in the same node order, M ring offsets drawn from
+        ``seed``, default ceil(log2 n), up to 2M peers a device, with its
+        mixing weights: :func:`~topokit.design.peers.equistatic`), the
         time-varying peers over the usable links in the same node order
         (:mod:`topokit.design.peers`): ``"one-peer-exponential"`` (Ying et
         al.), ``"base:K"`` (Takezawa et al.'s Base-(K+1) graph, at most K
@@ -1539,8 +1567,9 @@ def validate(
         An unknown topology spec, a target outside (0, 1], a bad number of
         trials, an unknown training option, or a parts folder of another job;
         a peer the network cannot give (``base:K`` with K below 1 or above
-        n - 1, ``epidemic:S`` with S above a device's usable degree, a link
-        it needs with an infinite delay, named);
+        n - 1, ``epidemic:S`` with S above a device's usable degree,
+        ``equistatic:M`` with M below 1 or a draw whose offsets all share a
+        factor with n, a link it needs with an infinite delay, named);
         a ``trainer`` that cannot be called as above, raises, or returns
         anything but 1 to ``rounds`` finite accuracies in [0, 1] (one line
         naming the topology and trial).
