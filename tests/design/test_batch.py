@@ -79,10 +79,14 @@ def test_directory_of_networks(tmp_path):
     toy = load_example("toy")
     save_network(toy, tmp_path / "nets" / "toy.json")
     save_network(toy.with_topology(None), tmp_path / "nets" / "social.graphml")
+    save_network(toy, tmp_path / "nets" / "packed.json.gz")
     (tmp_path / "nets" / "broken.json").write_text("{")
+    (tmp_path / "nets" / "notes.gz").write_text("not a network")
     table = batch_analyze(tmp_path / "nets", tmp_path / "t.parquet").set_index("file")
     expected = evaluate(toy, toy.topology).pseudo_time
     assert table.loc["toy.json", "pseudo_time"] == pytest.approx(expected)
+    assert table.loc["packed.json.gz", "pseudo_time"] == table.loc["toy.json", "pseudo_time"]
+    assert "notes.gz" not in table.index
     assert table.loc["social.graphml", "topology"] == "social"
     assert "malformed JSON" in table.loc["broken.json", "error"]
 

@@ -69,9 +69,9 @@ def batch(
 
 def _check_output_apart(output: Path, directory: Path | None) -> None:
     """--output is none of the network files of DIRECTORY (batch reads them all)."""
-    from ..network.core import NETWORK_SUFFIXES
+    from ..network.core import network_suffix
 
-    if directory is None or output.suffix.lower() not in NETWORK_SUFFIXES:
+    if directory is None or network_suffix(output) is None:
         return  # batch reads only the network files of the folder, those present
     check_outputs_apart([("--output", output)],
                         [(f"a network file of the DIRECTORY {directory}",

@@ -62,7 +62,7 @@ def export_command(
         raise InvalidInputError(f"DESIGN: {design} is a directory; give the design JSON file "
                                 "written by topokit design -o")
     _check_outputs(output, format, design, network)
-    net = _network(network, example)
+    net = _network(network, example, show_loading=not as_json)
     with naming_options({"path": "--output", "format": "--format", "design": "DESIGN",
                          "net": "--network"}):
         paths = export_design(design, output, format, net=net)
@@ -99,8 +99,11 @@ def _check_outputs(output: Path, format: str, design: Path, network: Path | None
         [("the DESIGN file", design), ("the --network file", network)])
 
 
-def _network(network: Path | None, example: str | None):
-    """--network or --example (at most one); None: the example the design file names."""
+def _network(network: Path | None, example: str | None, *, show_loading: bool):
+    """--network or --example (at most one); None: the example the design file names.
+
+    ``show_loading``: report the loading of a large file (:func:`resolve_network`).
+    """
     from ._sizes import check_network_file
 
     if network is None and example is None:
@@ -108,7 +111,7 @@ def _network(network: Path | None, example: str | None):
     if network is not None and example is not None:
         raise InvalidInputError("give --network FILE or --example NAME, not both")
     check_network_file(network, example=example)  # too large to load: refused before reading
-    return resolve_network(network, example)
+    return resolve_network(network, example, show_loading=show_loading)
 
 
 def _prediction_line(prediction: dict[str, Any]) -> str:

@@ -163,7 +163,8 @@ def probe_command(
     _check_folder(output, inputs, (NETWORK_NAME, INDEX_NAME,
                                    *(f"{name}.json" for name in FIXED_PROBES)))
     check_network_file(network, design_run(["optimize"]), example=example)  # before reading
-    net = _with_data_counts(resolve_network(network, example), data, label, skewness, seed)
+    net = _with_data_counts(resolve_network(network, example, show_loading=not as_json), data,
+                            label, skewness, seed)
     settings = None if workload_file is None else load_workload(workload_file)
     with naming_options(_PROBE_OPTIONS):
         probes = probe_topologies(net, k, predictor=predictor, settings=settings, seed=seed)

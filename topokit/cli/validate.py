@@ -345,7 +345,8 @@ def validate_command(
         help="Comma-separated: optimize, autotag, ndlf, dlfdp, erg, exponential (Ying et al.'s "
              "exponential graph), the time-varying one-peer-exponential (Ying et al.), base:K "
              "(Takezawa et al.'s Base-(K+1) graph, max degree K) and epidemic:S (de Vos et "
-             "al., S random peers a round), random:K (K random valid topologies), NAME=FILE "
+             "al., S random peers a round), equistatic or equistatic:M (Song et al.'s "
+             "U-EquiStatic, M ring offsets), random:K (K random valid topologies), NAME=FILE "
              "or FILE.json (a design or topology file, trained as it is, named NAME or the "
              "file's stem).",
     ),
@@ -417,7 +418,7 @@ def validate_command(
         raise InvalidInputError(f"{' and '.join(given)} come from --workload; drop them (set "
                                 "them in the workload file)")
     _check_network_size(network, example, _spec_strings(entries), audit_rounds)
-    net = resolve_network(network, example)
+    net = resolve_network(network, example, show_loading=not as_json)
     table = _user_data(data, label, net)
     model = load_predictor(str(predictor)) if predictor else None
     train_kwargs = {} if rounds is None else {"rounds": rounds}

@@ -35,7 +35,7 @@ from .._jobs import check_scheduler, run_resumable
 from .._random import keyed_rng, sample_connected_edges
 from ..errors import InputFileNotFoundError, InvalidInputError, TopokitError
 from ..kernels import hitting_time_and_gap
-from ..network.core import NETWORK_SUFFIXES
+from ..network.core import NETWORK_SUFFIXES, network_suffix
 
 __all__ = ["RandomEnsemble", "batch_analyze", "random_connected_adjacency", "parse_ensemble"]
 
@@ -238,9 +238,10 @@ def _network_files(source: str | Path) -> list[str]:
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a directory of network files")
     files = sorted(str(p) for p in folder.absolute().iterdir()
-                   if p.suffix.lower() in NETWORK_SUFFIXES)
+                   if network_suffix(p) is not None)
     if not files:
-        raise InvalidInputError(f"{folder} holds no network files (.json or .graphml)")
+        raise InvalidInputError(f"{folder} holds no network files "
+                                f"({', '.join(NETWORK_SUFFIXES)})")
     return files
 
 

@@ -27,6 +27,7 @@ from .core import (
     Topology,
     canonical_pair,
     class_count_matrix,
+    network_suffix,
     node_sort_key,
 )
 from .examples import list_examples, load_example
@@ -50,6 +51,7 @@ __all__ = [
     "node_sort_key",
     "class_count_matrix",
     "NETWORK_SUFFIXES",
+    "network_suffix",
     "load_network",
     "save_network",
     "load_topology",

@@ -36,11 +36,28 @@ from ..errors import (
 from . import physical
 
 __all__ = ["Network", "Topology", "canonical_pair", "node_sort_key", "class_count_matrix",
-           "NETWORK_SUFFIXES"]
+           "NETWORK_SUFFIXES", "network_suffix"]
 
 FORMAT_VERSION = 1
-#: File suffixes of networks: node-link JSON and GraphML.
-NETWORK_SUFFIXES = (".json", ".graphml")
+#: File suffixes of networks: node-link JSON and GraphML, each also gzip-compressed.
+NETWORK_SUFFIXES = (".json", ".graphml", ".json.gz", ".graphml.gz")
+
+
+def network_suffix(path: str | os.PathLike) -> str | None:
+    """The entry of :data:`NETWORK_SUFFIXES` the name of ``path`` ends in (any case), else
+    None.
+
+    ``Path.suffix`` sees only the last one (``.gz``), so a compressed file's
+    two suffixes are matched here.
+
+    Examples
+    --------
+    >>> network_suffix("runs/City.JSON.gz"), network_suffix("net.graphml"), network_suffix("a.gz")
+    ('.json.gz', '.graphml', None)
+    """
+    name = os.fspath(path).lower()
+    return next((suffix for suffix in sorted(NETWORK_SUFFIXES, key=len, reverse=True)
+                 if name.endswith(suffix)), None)
 
 
 def node_sort_key(node: Hashable) -> tuple[str, Any]:
