@@ -177,3 +177,42 @@ def test_a_predictor_of_several_models_gives_each_workload_its_models_weights():
     assert default_mixing(joint, Workload(model="mlp")) == default_mixing("mlp")
     assert default_mixing(joint, Workload(model="logreg")) == default_mixing("default")
     assert default_mixing(joint) == default_mixing("default")  # no workload: the default
+
+
+def test_two_noiseless_designs_are_compared_at_every_fitted_noise_level():
+    """Neither adds noise, so the epsilon cannot decide between them: the gain that must
+    clear NDLF's margin is the least over the ends of the fitted noise multipliers and the
+    workload's own, each as :func:`evaluate` predicts it there."""
+    import copy
+    from dataclasses import replace
+
+    import networkx as nx
+
+    from topokit import Topology
+    from topokit.design._optimize import _least_gain_over_noise, _objective, _Weighted
+    from topokit.design.baselines import ndlf
+    from topokit.design.time_predictor import predictor_within_fit
+    from topokit.network.siot import siot
+
+    net = siot(24, seed=301)
+    workload = Workload(model="mine", epsilon=4.0, target=0.85, ceiling=0.95, probe_rounds=27)
+    model, _ = predictor_within_fit(load_predictor("workload"), workload)
+    social = ndlf(net)
+    tree = nx.minimum_spanning_tree(social.graph(net.nodes), weight=None)
+    pruned = Topology(tree.edges, ())
+    objective = _objective(net, model, None)
+    least = _least_gain_over_noise(objective, _Weighted(pruned, None, None),
+                                   _Weighted(social, None, None))
+
+    def gain(z):
+        at_z = copy.deepcopy(model).set_params(
+            settings=replace(model.feature_settings, noise_multiplier=z))
+        return evaluate(net, social, at_z).pseudo_time / evaluate(net, pruned, at_z).pseudo_time
+
+    low, high = model.provenance_["fitted_ranges"]["noise_multiplier"]
+    gains = [gain(z) for z in (low, high, model.feature_settings.noise_multiplier)]
+    # The coefficients vary with the noise, and the workload's own gain is not the least.
+    assert gains[-1] > min(gains) * 1.01
+    assert least == pytest.approx(min(gains), rel=1e-9)
+    noisy = _Weighted(dlfdp(net), None, None)  # DP devices: its epsilon counts
+    assert _least_gain_over_noise(objective, noisy, _Weighted(social, None, None)) is None
