@@ -662,9 +662,12 @@ def optimize(
         optimises the paper's model as it is).  A design with DP devices for
         a model the predictor has no run of (its traits measured, but no run
         fitted or calibrated on: :func:`~topokit.design.trust.has_runs_of`)
-        must clear at least the Lazy-Metropolis margin, 1.12.
-        ``stats["ndlf_margin"]`` records the decision, the margin applied, the
-        predicted gain and NDLF's weights.
+        must clear at least the Lazy-Metropolis margin, 1.12.  A design
+        without DP devices must clear the margin at every noise level a
+        predictor fitted across workloads knows, since neither it nor NDLF
+        adds noise (module notes).  ``stats["ndlf_margin"]`` records the
+        decision, the margin applied, the predicted gain (and then
+        ``least_gain_over_noise``) and NDLF's weights.
     workload : Workload, optional
         What the user trains (:class:`~topokit.design.workload.Workload`: model,
         epsilon and delta per round, clipping norm, batch size, local steps,
