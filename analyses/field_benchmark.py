@@ -27,11 +27,17 @@ comparison).  Topologies:
   for trial 0's class counts);
 - the peers: ``ndlf`` (the social graph), ``exponential`` (Ying et al.'s static
   exponential graph), ``one-peer-exponential`` (Ying et al.), ``base`` (Takezawa et al.'s
-  Base-(k+1) graph, ``"base:k"``) and ``epidemic`` (de Vos et al.'s Epidemic Learning,
-  ``"epidemic:s"``), the last two at matched degree: k = s = the mean degree of that
+  Base-(k+1) graph, ``"base:k"``), ``equistatic`` (Song et al.'s static U-EquiStatic,
+  ``"equistatic:M"``) and ``epidemic`` (de Vos et al.'s Epidemic Learning,
+  ``"epidemic:s"``), the last three at matched degree: k = s = the mean degree of that
   setting's ``optimize`` design (2 |E| / |V|, rounded, at least 1 and at most the
-  smallest number of usable peers of a device), so they may talk to as many peers a round
-  as the design does;
+  smallest number of usable peers of a device), and M = max(1, round(k / 2)) ring offsets
+  (each gives a device two peers, so it has at most 2M), so they may talk to about as many
+  peers a round as the design does.  EquiStatic's offsets are drawn from the setting's
+  seed; a draw whose offsets all share a factor with n (the devices would split into
+  groups that never mix) is refused by validate: that setting then has no EquiStatic runs,
+  its best peer is chosen among the others, and the refusal is printed and recorded
+  (``refusals`` in the JSON, column ``equistatic_refused`` of the runs);
 - on underlays, Marfoq et al.'s overlays (``topokit.design.overlays``): ``ring``,
   ``mst`` and ``mbst``, the delta-MBST whose cycle time (= L there) is smallest over
   delta = 2 .. n - 1 (the smallest such delta), chosen before training;
@@ -48,10 +54,13 @@ a seeded bootstrap 95 % interval (``topokit.validation.compare.ratios_to_referen
 
 Goals checked: ``optimize`` never more than 2 % slower than the best peer at K = 0, at least
 1.3x faster than it at K = 0.8 (the geometric mean over the settings, and each setting's
-worst), where a time-varying peer wins by how much; on underlays no slower than the best
-of ring, MST and delta-MBST.
+worst), where a peer wins (time-varying or static) by how much and how often each peer is
+the best; on underlays no slower than the best of ring, MST and delta-MBST.  ``optimize``
+is also compared with EquiStatic directly (``vs_equistatic``, the same paired ratio; its
+geometric mean at K = 0 and 0.8), wherever EquiStatic was built.
 
-Rank correlations, static topologies only (a schedule has no features): in each setting,
+Rank correlations, static topologies only (a schedule has no features; EquiStatic,
+the exponential graph and NDLF are static and count): in each setting,
 Spearman's rho of each predictor's predicted time against the measured time over every run
 (a topology twice under two names counts once; never reached = slowest), then the median
 over the settings of each class.  No predictor was fitted on these networks (topokit's
@@ -75,9 +84,11 @@ each as a time (its round count x L, since the measured time is):
 Run (from the repository root): ``python -m analyses.field_benchmark`` [--siot 3]
 [--social 2] [--underlays 2] [--trials 3] [--epsilons 0.5,4] [--targets 0.85,0.92]
 [--skewness 0,0.8] [--random 4] [--peers ndlf,exponential,...] [--n-jobs 1] [--seed 0]
-[--quick].  The default grid is 7 networks x 8 settings = 56 settings, 14-25 s each on
-one core (a 24-device run of 200 rounds takes 0.2-0.7 s, epidemic 1.5-2 s, a design a few
-seconds): 16 min on this machine (2 cores shared with other work).  ``--quick``
+[--quick].  The default grid is 7 networks x 8 settings = 56 settings, 15-60 s each on
+one core (a 24-device run of 200 rounds takes 0.2-0.7 s, equistatic about 0.4 s, epidemic
+1.5-2.6 s, a design a few seconds; 2,148 runs): 16 min on this machine (2 cores shared
+with other work) without EquiStatic, 28 min (1,663 s) with it while two other benchmarks
+ran.  ``--quick``
 (``siot24-s500``, ``gaia``, K = 0 / 0.8, epsilon 0.5, target 0.85, 2 trials, peers NDLF
 and epidemic, 2 random topologies) about 1 min.
 
@@ -141,11 +152,18 @@ TRIALS = 3
 ROUNDS = 200
 N_RANDOM = 4
 #: The peers, in the order a tie between their median times is broken.
-PEERS = ("ndlf", "exponential", "one-peer-exponential", "base", "epidemic")
+PEERS = ("ndlf", "exponential", "one-peer-exponential", "base", "equistatic", "epidemic")
 #: The peers whose topology changes every round (validate trains their schedules).
 TIME_VARYING = ("one-peer-exponential", "base", "epidemic")
-#: The peers at the degree of the setting's design (validate spec "KIND:DEGREE").
-MATCHED = ("base", "epidemic")
+#: The peers at the degree of the setting's design (validate spec "KIND:COUNT",
+#: :func:`matched_spec`).
+MATCHED = ("base", "equistatic", "epidemic")
+#: The matched peers whose construction may refuse a setting (EquiStatic: a draw of offsets
+#: that all share a factor with n); each is trained in a validate call of its own, so a
+#: refusal leaves the others, and is recorded (column ``PEER_refused``), never dropped silently.
+MAY_REFUSE = ("equistatic",)
+#: The peers each setting also compares ``optimize`` with directly (column ``vs_PEER``).
+COMPARED = ("equistatic",)
 #: Marfoq et al.'s overlays, on underlays only.
 OVERLAYS = ("ring", "mst", "mbst")
 LEAD = "optimize"
@@ -261,6 +279,21 @@ def matched_degree(net, topology: Topology) -> int:
     return int(min(max(1, round(2 * topology.n_links / net.n_devices)), fewest))
 
 
+def matched_spec(peer: str, degree: int) -> str:
+    """validate's spec of a :data:`MATCHED` peer at the matched degree k: ``base:k``,
+    ``epidemic:k``, and ``equistatic:M`` with M = max(1, round(k / 2)) (each offset gives a
+    device two peers, so it has at most 2M).
+
+    Examples
+    --------
+    >>> matched_spec("base", 3), matched_spec("equistatic", 1), matched_spec("equistatic", 4)
+    ('base:3', 'equistatic:1', 'equistatic:2')
+    """
+    if peer == "equistatic":
+        return f"equistatic:{max(1, round(degree / 2))}"
+    return f"{peer}:{degree}"
+
+
 def static_specs(setting: Setting, options: Options, net) -> tuple[dict, dict[str, Any]]:
     """validate's specs of the first call (everything whose degree is not matched) and what
     the setting records of them (the delta-MBST's delta)."""
@@ -319,17 +352,30 @@ def run_setting(setting: Setting, options: Options) -> tuple[pd.DataFrame, pd.Da
 
 
 def train_setting(setting: Setting, options: Options, net) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two validate calls with one seed (so the trials pair up): the design and the peers
-    whose degree is not matched, then base:k and epidemic:s at the design's degree."""
+    """validate calls with one seed (so the trials pair up): the design and the peers whose
+    degree is not matched, then base:k and epidemic:s at the design's degree, then each
+    :data:`MAY_REFUSE` peer alone (``equistatic:M``); a refusal is recorded in the runs'
+    column ``PEER_refused`` (validate's message, which names the spec)."""
     seed = setting.seed(options.seed)
     specs, record = static_specs(setting, options, net)
     first = _validate(net, specs, setting, options, seed)
     results = [first]
-    record["matched_degree"] = matched_degree(net, first.topologies[LEAD])
-    matched = {peer: f"{peer}:{record['matched_degree']}" for peer in MATCHED
-               if peer in options.peers}
+    record["matched_degree"] = degree = matched_degree(net, first.topologies[LEAD])
+    matched = {peer: matched_spec(peer, degree) for peer in MATCHED
+               if peer in options.peers and peer not in MAY_REFUSE}
     if matched:
         results.append(_validate(net, matched, setting, options, seed))
+    for peer in MAY_REFUSE:
+        if peer not in options.peers:
+            continue
+        try:
+            results.append(_validate(net, {peer: matched_spec(peer, degree)}, setting,
+                                     options, seed))
+        except InvalidInputError as error:
+            message = str(error)
+            if not message.startswith(f"topology {peer!r}: "):
+                raise  # not the peer's construction: a real error
+            record[f"{peer}_refused"] = message.split(": ", 1)[1]  # it names the spec
     runs = pd.concat([_with_eq15(net, r) for r in results], ignore_index=True)
     timings = pd.concat([r.timings for r in results], ignore_index=True)
     labels = setting.labels()
@@ -434,7 +480,9 @@ def setting_table(table: pd.DataFrame, by: list[str] = BY,
                   peers: tuple[str, ...] = PEERS) -> pd.DataFrame:
     """One row per setting: NDLF's and ``optimize``'s median times, ``optimize`` / NDLF,
     the best peer and ``optimize`` / best peer (with its interval and never-reached
-    trials), and where overlays ran the best overlay and ``optimize`` / best overlay.
+    trials), where a :data:`COMPARED` peer ran its median time and ``optimize`` / it
+    (``equistatic_time``, ``vs_equistatic``), and where overlays ran the best overlay and
+    ``optimize`` / best overlay.
 
     Examples
     --------
@@ -457,6 +505,14 @@ def setting_table(table: pd.DataFrame, by: list[str] = BY,
     ndlf_time = (table[table["method"] == "ndlf"].groupby(by, sort=False)["censored"]
                  .median().rename("ndlf_time").reset_index())
     rows = rows.merge(ndlf_time, on=by)
+    for peer in COMPARED:
+        ran = table[table["method"] == peer][by].drop_duplicates()
+        if len(ran):
+            vs_peer = lead_ratios(table.merge(ran, on=by), peer, by)
+            rows = rows.merge(_renamed(vs_peer, peer), on=by, how="left")
+            peer_time = (table[table["method"] == peer].groupby(by, sort=False)["censored"]
+                         .median().rename(f"{peer}_time").reset_index())
+            rows = rows.merge(peer_time, on=by, how="left")
     underlay = table[table["method"].isin(OVERLAYS)]
     if len(underlay):
         settings = underlay[by].drop_duplicates()
@@ -500,11 +556,32 @@ def goal_summary(rows: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def _wins(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """The settings whose best peer is faster than ``optimize``: which, and by how much."""
+    return [{**{k: _plain(row[k]) for k in BY if k in row}, "peer": row["best_peer"],
+             "optimize_slower_by": round(float(row["vs_best_peer"]) - 1.0, 6)}
+            for _, row in rows[rows["vs_best_peer"] > 1.0].iterrows()]
+
+
+def _against(rows: pd.DataFrame, peer: str) -> dict[str, Any]:
+    """``optimize`` against a :data:`COMPARED` peer over the settings it ran in."""
+    column = f"vs_{peer}"
+    ran = (rows.dropna(subset=[column]) if column in rows
+           else rows.assign(**{column: np.nan}).iloc[:0])
+    out: dict[str, Any] = {"settings": int(len(ran)),
+                           "best_peer_in": int((rows["best_peer"] == peer).sum()),
+                           "optimize_slower_in": int((ran[column] > 1.0).sum())}
+    for skew in (0.0, SKEWED):
+        part = ran[np.isclose(ran["skewness"], skew)]
+        out[f"geometric_ratio_at_K{skew:g}"] = (
+            _plain(np.exp(np.log(part[column]).mean())) if len(part) else None)
+    return out
+
+
 def _goals(rows: pd.DataFrame) -> dict[str, Any]:
     even = rows[rows["skewness"] == 0.0]
     skewed = rows[np.isclose(rows["skewness"], SKEWED)]
     speedups = 1.0 / skewed["vs_best_peer"]
-    wins = rows[rows["best_peer_varies"] & (rows["vs_best_peer"] > 1.0)]
     out = {"settings": int(len(rows)),
            "settings_at_K0": int(len(even)),
            "slower_than_2pct_at_K0": int((even["vs_best_peer"] > SLOWER_AT_MOST).sum()),
@@ -516,10 +593,11 @@ def _goals(rows: pd.DataFrame) -> dict[str, Any]:
            f"settings_at_least_{SPEEDUP_AT_SKEW:g}x_at_K{SKEWED:g}": int(
                (speedups >= SPEEDUP_AT_SKEW).sum()),
            f"settings_at_K{SKEWED:g}": int(len(skewed)),
-           "time_varying_wins": [
-               {**{k: _plain(row[k]) for k in BY if k in row}, "peer": row["best_peer"],
-                "optimize_slower_by": round(float(row["vs_best_peer"]) - 1.0, 6)}
-               for _, row in wins.iterrows()]}
+           "best_peer_counts": {peer: int(count) for peer, count
+                                in rows["best_peer"].value_counts(sort=False).items()},
+           "time_varying_wins": _wins(rows[rows["best_peer_varies"]]),
+           "static_peer_wins": _wins(rows[~rows["best_peer_varies"].astype(bool)]),
+           **{f"optimize_vs_{peer}": _against(rows, peer) for peer in COMPARED}}
     out["met_never_2pct_slower_at_K0"] = bool(out["slower_than_2pct_at_K0"] == 0)
     speed = out[f"geometric_speedup_at_K{SKEWED:g}"]
     out[f"met_{SPEEDUP_AT_SKEW:g}x_at_K{SKEWED:g}"] = bool(speed is not None
@@ -657,6 +735,7 @@ def print_settings(rows: pd.DataFrame) -> None:
     overlays_ran = "best_overlay" in rows
     print(f"{'network':<22}{'K':>4}{'eps':>5}{'target':>7}{'NDLF s':>11}{'/NDLF':>7}  "
           f"{'best peer':<21}{'/best [95% CI]':>22}"
+          + "".join(f"{'/' + peer[:4]:>8}" for peer in COMPARED)
           + (f"  {'best overlay':<12}{'/overlay':>9}" if overlays_ran else ""))
     for _, row in rows.iterrows():
         flag = "*" if row["optimize_never"] else " "
@@ -664,7 +743,8 @@ def print_settings(rows: pd.DataFrame) -> None:
                 f"{row['vs_best_peer_high']:.2f}]{flag}")
         line = (f"{row['network']:<22}{row['skewness']:>4g}{row['epsilon_round']:>5g}"
                 f"{row['target']:>7g}{row['ndlf_time']:>11.4g}{row['vs_ndlf']:>7.3f}  "
-                f"{row['best_peer']:<21}{cell:>22}")
+                f"{row['best_peer']:<21}{cell:>22}"
+                + "".join(f"{_fmt(row.get(f'vs_{peer}')):>8}" for peer in COMPARED))
         if overlays_ran and isinstance(row.get("best_overlay"), str):
             line += f"  {row['best_overlay']:<12}{row['vs_best_overlay']:>9.3f}"
         print(line)
@@ -685,10 +765,28 @@ def print_goals(goals: dict[str, Any]) -> None:
             text += (f"; vs best overlay: slower in {g['slower_than_best_overlay']} of "
                      f"{g['overlay_settings']} (worst {_fmt(g['worst_ratio_to_best_overlay'])})")
         print(text)
-    for win in goals["all"]["time_varying_wins"]:
-        print(f"  a time-varying peer wins: {win['network']} K={win['skewness']:g} "
-              f"eps={win['epsilon_round']:g} target={win['target']:g}: {win['peer']}, "
-              f"optimize {100 * win['optimize_slower_by']:.1f} % slower")
+    for kind in ("time_varying", "static_peer"):
+        for win in goals["all"][f"{kind}_wins"]:
+            print(f"  a {kind.replace('_', '-').replace('-peer', '')} peer wins: "
+                  f"{win['network']} K={win['skewness']:g} eps={win['epsilon_round']:g} "
+                  f"target={win['target']:g}: {win['peer']}, "
+                  f"optimize {100 * win['optimize_slower_by']:.1f} % slower")
+    print(f"  best peer counts: {goals['all']['best_peer_counts']}")
+    for peer in COMPARED:
+        for group, g in goals.items():
+            a = g[f"optimize_vs_{peer}"]
+            print(f"  optimize / {peer} {group:<9} in {a['settings']} settings: slower in "
+                  f"{a['optimize_slower_in']}; geometric mean at K=0 "
+                  f"{_fmt(a['geometric_ratio_at_K0'])}, at K={SKEWED:g} "
+                  f"{_fmt(a[f'geometric_ratio_at_K{SKEWED:g}'])}; best peer in "
+                  f"{a['best_peer_in']}")
+
+
+def print_refusals(refused: list[dict]) -> None:
+    print(f"\nPeers that could not be built ({len(refused)} settings; no runs there):")
+    for r in refused:
+        print(f"  {r['network']} K={r['skewness']:g} eps={r['epsilon_round']:g} "
+              f"target={r['target']:g}: {r['reason']}")
 
 
 def _fmt(value: Any) -> str:
@@ -710,7 +808,8 @@ def print_spearman(summary: dict[str, Any]) -> None:
 
 
 def payload(args: argparse.Namespace, nets: list[FieldNetwork], rows: pd.DataFrame,
-            goals: dict, cells: pd.DataFrame, spearman: dict, designs: list[dict]) -> dict:
+            goals: dict, cells: pd.DataFrame, spearman: dict, designs: list[dict],
+            refused: list[dict]) -> dict:
     def records(frame: pd.DataFrame) -> list[dict]:
         return json.loads(frame.to_json(orient="records"))
 
@@ -729,12 +828,19 @@ def payload(args: argparse.Namespace, nets: list[FieldNetwork], rows: pd.DataFra
             "ratio": "median over trials of the paired ratio of times; 95 % bootstrap "
                      "interval over trials",
             "matched_degree": "base:k and epidemic:s with k = s = round(2|E|/|V|) of the "
-                              "setting's optimize design, clipped to [1, fewest usable peers]",
+                              "setting's optimize design, clipped to [1, fewest usable peers]; "
+                              "equistatic:M with M = max(1, round(k / 2)) ring offsets (at "
+                              "most 2M peers a device)",
+            "refusals": "a matched peer whose construction refused the setting (EquiStatic: "
+                        "offsets that all share a factor with n) has no runs there; the best "
+                        "peer is chosen among the others",
+            "vs_equistatic": "optimize / equistatic, paired by trial, where it was built",
             "mbst": "the delta-MBST with the smallest cycle time, delta 2..n-1",
             "spearman": "per setting over every run of its static topologies (never = "
                         "slowest), each predictor's time: topokit pseudo_time, eq. (15) "
                         "G' x L, L / spectral gap, L / effective neighbours (gamma 0.99)"},
-        "goals": goals, "spearman_summary": spearman, "settings_table": records(rows),
+        "goals": goals, "refusals": refused, "spearman_summary": spearman,
+        "settings_table": records(rows),
         "spearman_cells": records(cells), "designs": designs}
 
 
@@ -743,6 +849,30 @@ def network_record(spec: FieldNetwork) -> dict[str, Any]:
     return {"family": spec.family, "name": spec.name, "n_devices": net.n_devices,
             "social_links": net.social.number_of_edges(),
             "diameter": nx.diameter(net.social)}
+
+
+def refusals(runs: pd.DataFrame) -> list[dict]:
+    """The settings where a :data:`MAY_REFUSE` peer could not be built: the peer and
+    validate's reason (it names the spec).
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"family": "siot", "network": "a", "skewness": [0.0, 0.8],
+    ...                      "epsilon_round": 0.5, "target": 0.85, "trial": 0,
+    ...                      "topology": "optimize",
+    ...                      "equistatic_refused": [None, "equistatic:1 drew [14]"]})
+    >>> [(r["skewness"], r["peer"], r["reason"]) for r in refusals(runs)]
+    [(0.8, 'equistatic', 'equistatic:1 drew [14]')]
+    """
+    out = []
+    for peer in MAY_REFUSE:
+        column = f"{peer}_refused"
+        if column not in runs:
+            continue
+        mine = runs[(runs["topology"] == LEAD) & (runs["trial"] == 0) & runs[column].notna()]
+        out.extend({**{k: _plain(row[k]) for k in BY}, "peer": peer, "reason": row[column]}
+                   for _, row in mine.iterrows())
+    return out
 
 
 def design_records(runs: pd.DataFrame) -> list[dict]:
@@ -866,8 +996,10 @@ def main(argv=None) -> None:
     print_settings(rows)
     print_goals(goals)
     print_spearman(spearman)
+    refused = refusals(runs)
+    print_refusals(refused)
     write_json(f"{stem}.json", payload(args, nets, rows, goals, cells, spearman,
-                                       design_records(runs)))
+                                       design_records(runs), refused))
     per_run = timings.drop_duplicates(["network", "skewness", "epsilon_round", "target",
                                        "topology", "trial"])
     write_json(f"{stem}_timings.json", {

@@ -4,6 +4,8 @@ the Spearman table of the four predictors, on hand-made frames."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -162,3 +164,80 @@ def test_the_command_line_sizes_are_options_and_quick_is_small(capsys):
     with pytest.raises(SystemExit):
         field.parse_args(["--peers", "epidemic"])
     assert "must include ndlf" in capsys.readouterr().err
+
+
+def test_equistatic_is_a_static_peer_at_matched_degree_with_half_as_many_offsets():
+    assert "equistatic" in field.PEERS and "equistatic" in field.MATCHED
+    assert "equistatic" not in field.TIME_VARYING
+    assert [field.matched_spec("equistatic", k) for k in (1, 2, 3, 4, 6)] == [
+        "equistatic:1", "equistatic:1", "equistatic:2", "equistatic:2", "equistatic:3"]
+    assert field.matched_spec("base", 3) == "base:3"
+    assert field.matched_spec("epidemic", 2) == "epidemic:2"
+
+
+def test_a_refused_equistatic_is_recorded_and_the_other_peers_still_run(monkeypatch):
+    """validate refuses a draw whose offsets share a factor with n: the setting keeps its
+    other runs and records why, in one column the summary reads back."""
+    calls = []
+
+    class Result(NamedTuple):
+        frame: pd.DataFrame
+        timings: pd.DataFrame
+        topologies: dict
+
+    def fake_validate(net, specs, setting, options, seed):
+        calls.append(dict(specs))
+        if "equistatic" in specs:
+            raise topokit.errors.InvalidInputError(
+                f"topology 'equistatic': {specs['equistatic']} drew the ring offsets [14], "
+                "which all share the factor 2 with the 24 devices; use another seed")
+        frame = pd.DataFrame({"topology": list(specs), "kind": list(specs), "trial": 0})
+        return Result(frame, frame[["topology"]].assign(wall_clock=0.0),
+                      {name: ndlf(net) for name in specs})
+
+    monkeypatch.setattr(field, "_validate", fake_validate)
+    monkeypatch.setattr(field, "_with_eq15", lambda net, result: result.frame)
+    spec = field.SIOT[0]
+    setting = field.Setting(field.FieldNetwork("siot", spec.name, spec), 0.0, 0.5, 0.85)
+    options = field.Options(1, 0, field.PEERS, 0)
+    net = setting.network.build()
+    runs, _ = field.train_setting(setting, options, net)
+    degree = int(runs["matched_degree"].iloc[0])
+    assert calls[-1] == {"equistatic": field.matched_spec("equistatic", degree)}
+    assert {"base", "epidemic", "optimize"} <= set(runs["topology"])
+    assert "equistatic" not in set(runs["topology"])
+    (refusal,) = field.refusals(runs)
+    assert refusal["peer"] == "equistatic" and refusal["network"] == spec.name
+    assert refusal["reason"].startswith(field.matched_spec("equistatic", degree) + " drew")
+
+
+def test_the_setting_table_compares_optimize_with_equistatic_where_it_was_built():
+    table = _times([("a", "optimize", t, v) for t, v in enumerate([2.0, 2.0])]
+                   + [("a", "ndlf", t, v) for t, v in enumerate([4.0, 4.0])]
+                   + [("a", "equistatic", t, v) for t, v in enumerate([1.0, 1.0])]
+                   + [("b", "optimize", t, v) for t, v in enumerate([1.0, 1.0])]
+                   + [("b", "ndlf", t, v) for t, v in enumerate([2.0, 2.0])])
+    rows = field.setting_table(table, by=BY).set_index("network")
+    assert rows.loc["a", "best_peer"] == "equistatic" and not rows.loc["a", "best_peer_varies"]
+    assert rows.loc["a", "vs_equistatic"] == pytest.approx(2.0)
+    assert rows.loc["a", "equistatic_time"] == 1.0
+    assert pd.isna(rows.loc["b", "vs_equistatic"])  # refused there: no ratio, no error
+
+
+def test_the_goals_name_static_peer_wins_and_count_the_best_peers():
+    rows = pd.DataFrame({
+        "family": "siot", "network": ["a", "a", "b", "b"], "skewness": [0.0, 0.8, 0.0, 0.8],
+        "epsilon_round": 0.5, "target": 0.85, "vs_best_peer": [1.1, 0.5, 0.9, 0.8],
+        "best_peer": ["equistatic", "ndlf", "epidemic", "ndlf"],
+        "best_peer_varies": [False, False, True, False],
+        "vs_equistatic": [1.1, 0.25, np.nan, 0.5]})
+    goals = field.goal_summary(rows)["all"]
+    assert goals["best_peer_counts"] == {"equistatic": 1, "ndlf": 2, "epidemic": 1}
+    assert goals["time_varying_wins"] == []
+    assert [(w["network"], w["peer"]) for w in goals["static_peer_wins"]] == [
+        ("a", "equistatic")]
+    against = goals["optimize_vs_equistatic"]
+    assert against["settings"] == 3 and against["optimize_slower_in"] == 1
+    assert against["best_peer_in"] == 1
+    assert against["geometric_ratio_at_K0"] == pytest.approx(1.1)
+    assert against["geometric_ratio_at_K0.8"] == pytest.approx(np.sqrt(0.25 * 0.5))
