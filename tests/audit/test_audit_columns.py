@@ -121,6 +121,26 @@ def test_validate_records_the_audit_with_each_runs_noise(validated):
     assert result.config["audit_rounds"] == 25
 
 
+def test_validate_audits_a_schedule_over_its_rounds_with_each_runs_noise():
+    # The toy's links in two rounds used in turn: the audit of the schedule, as it trained.
+    from topokit.network import TopologySchedule
+
+    net = load_example("toy")
+    links, dp = net.topology.edges, net.topology.dp_devices
+    schedule = TopologySchedule([Topology(links[::2], dp), Topology(links[1::2], dp)])
+    result = validate(net, {"halves": schedule}, trials=1, rounds=3, lr=0.5, targets=(0.5,),
+                      audit_rounds=12)
+    row = result.frame.iloc[0]
+    run_ = train(net, schedule, *_digits(), seed=int(row["seed"]), rounds=3, lr=0.5)
+    noise = {node: z for node, z in run_.noise_multiplier.items() if z is not None}
+    exposed, worst = _stranger_summary(net, schedule, 12, noise)
+    assert worst is not None and exposed != _stranger_summary(net, net.topology, 12, noise)[0]
+    assert row["exposed_stranger_pairs"] == exposed
+    assert row["stranger_mu_max"] == pytest.approx(worst, rel=1e-12)
+    assert np.isnan(row["hitting_time"])  # the predictions stay a static topology's
+    assert result.config["not_predicted"]["topologies"] == ["halves"]
+
+
 def test_validate_audits_in_each_device_s_own_sensitivity():
     # A batch larger than every device's data: B_i = |D_i| differ (299 or 300 examples),
     # so each DP device's noise is z 2 C / |D_i| and the audit counts it so; the devices

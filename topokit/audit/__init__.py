@@ -11,6 +11,7 @@ module                      what it holds
 :mod:`.stranger_bound`      the noise a topology's DP devices need so that no stranger
                             pair exceeds a bound (what :func:`topokit.optimize` enforces)
 ``._kernels``               the audit's arithmetic (one observer at a time)
+``._schedule``              the same for a time-varying topology (round t's own W_t)
 ==========================  ============================================================
 """
 

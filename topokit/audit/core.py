@@ -74,6 +74,22 @@ against anyone (its messages are T adaptive Gaussian mechanisms, the rest is
 post-processing); a non-DP owner sends its contributions in the clear and
 keeps no rigorous protection beyond what the linear model suggests.
 
+**Time-varying topologies.**  Given a
+:class:`~topokit.network.TopologySchedule`, round t mixes with its own
+topology's matrix W_t (x^{t+1} = W_t m^t) and observer k hears its round-t
+neighbours: a_i[t, j] = (W_{t-1} ... W_0)_{ji}, and in D-SGD round s's change
+moves the view by (W_{t-1} ... W_s) e_i, no longer a shifted a_i.  The DP
+devices are the schedule's, adding noise in every round.  A schedule whose
+T rounds are all one topology is audited as that topology (the same view);
+otherwise the view is written out, densely, per observer
+(:mod:`topokit.audit._schedule`): a square-root factor of C from a QR
+factorisation of the noise's coefficients (C is never formed), and an owner
+is exposed when a_i (in D-SGD, any of its T columns) leaves range(C) by more
+than 1e-8 ||a_i|| in least squares.  Its memory grows with T^2 |N(k)| times
+the noisy devices per observer (checked before it starts), its work with
+about the cube of T |N(k)|: an audit of tens to a few hundred devices over
+tens of rounds.
+
 **How it is computed.**  Per observer (observers in parallel threads):
 exposure from the subspace of noise-free functionals of s that the view
 determines (one application of W per round, see
@@ -124,7 +140,9 @@ from .._checks import brief, check_choice, check_fits_in_memory, check_int, chec
 from .._io import jsonable
 from ..errors import InvalidInputError, NodeNotFoundError
 from ..network.core import Network, Topology
+from ..network.schedule import TopologySchedule
 from . import _kernels as kernels
+from . import _schedule as schedule_kernels
 
 __all__ = ["PrivacyAudit", "privacy_audit", "stranger_summary", "AUDIT_MODELS", "MAX_AUDIT_ROUNDS",
            "check_audit_rounds", "device_noise", "audit_memory_needed"]
@@ -188,8 +206,8 @@ class PrivacyAudit:
         z_j of every device (0: it adds no noise).
     social : ndarray of shape (n, n), bool
         True where i and k are social neighbours.
-    topology : Topology
-        The audited topology.
+    topology : Topology or TopologySchedule
+        The audited topology (or time-varying topology).
     delta : float or None
         The delta of :meth:`to_frame`'s and :meth:`summary`'s epsilon (None: no epsilon).
     observer_knows_own_noise : bool
@@ -214,7 +232,7 @@ class PrivacyAudit:
     rounds: int
     noise: NDArray[np.float64]
     social: NDArray[np.bool_]
-    topology: Topology
+    topology: Topology | TopologySchedule
     delta: float | None = None
     observer_knows_own_noise: bool = True
     observers: tuple[Hashable, ...] = ()
@@ -410,7 +428,7 @@ def _audited(topology: Any, noise_multiplier: Any) -> tuple[Any, Any]:
 
 
 def _audit_inputs(net: Any, topology: Any, noise_multiplier: Any, model: Any, rounds: Any
-                  ) -> tuple[Topology, str, int, NDArray[np.float64]]:
+                  ) -> tuple[Topology | TopologySchedule, str, int, NDArray[np.float64]]:
     """The validated topology, model, rounds and each device's z (node order) of an audit."""
     topology, noise_multiplier = _audited(topology, noise_multiplier)
     topology = _check_network(net, topology)
@@ -426,8 +444,9 @@ def _check_knows(observer_knows_own_noise: Any) -> bool:
     return bool(observer_knows_own_noise)
 
 
-def _check_network(net: Any, topology: Any) -> Topology:
-    """The topology to audit (validated against ``net``): the given, the stored, or NDLF."""
+def _check_network(net: Any, topology: Any) -> Topology | TopologySchedule:
+    """The topology (or schedule) to audit, validated against ``net``: the given, the stored,
+    or NDLF."""
     if not isinstance(net, Network):
         raise InvalidInputError(
             f"net must be a topokit Network; got {type(net).__name__}. "
@@ -435,18 +454,22 @@ def _check_network(net: Any, topology: Any) -> Topology:
         )
     if topology is None:
         topology = net.topology if net.topology is not None else Topology(net.social.edges)
+    if isinstance(topology, TopologySchedule):  # its rounds past the window: _schedule_rounds
+        return topology.validate(net)
     if not isinstance(topology, Topology):
         raise InvalidInputError(
-            f"topology must be a topokit Topology or None; got {type(topology).__name__}. "
-            "Build one with topokit.Topology(edges, dp_devices)"
+            f"topology must be a topokit Topology, TopologySchedule or None; got "
+            f"{type(topology).__name__}. Build one with topokit.Topology(edges, dp_devices)"
         )
     return topology.validate(net)
 
 
-def device_noise(net: Network, topology: Topology, noise_multiplier: Any) -> NDArray:
+def device_noise(net: Network, topology: Topology | TopologySchedule,
+                 noise_multiplier: Any) -> NDArray:
     """z_j of every device in node order, as :func:`privacy_audit` reads ``noise_multiplier``.
 
-    One number: every DP device of ``topology`` adds it, the others 0.  A mapping
+    One number: every DP device of ``topology`` (of a schedule: its DP devices, the
+    same in every round) adds it, the others 0.  A mapping
     node -> z: each device its own, and every DP device must have an entry.
     Refused in one line naming the device or value otherwise.
 
@@ -533,14 +556,49 @@ def _check_observers(net: Network, observers: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _problem(net: Network, topology: Topology, noise: NDArray, rounds: int,
-             knows_own_noise: bool, model: str = "gossip") -> kernels.AuditProblem:
+def _problem(net: Network, topology: Topology | TopologySchedule, noise: NDArray, rounds: int,
+             knows_own_noise: bool, model: str = "gossip"
+             ) -> kernels.AuditProblem | schedule_kernels.ScheduleProblem:
+    """What every observer's computation shares: the static kernels' problem for a topology,
+    and for a schedule whose T rounds are all one topology (the same view); the time-varying
+    kernels' problem otherwise."""
+    if isinstance(topology, TopologySchedule):
+        rounds_of = _schedule_rounds(net, topology, rounds)
+        if len(set(rounds_of)) > 1:
+            return _schedule_problem(net, rounds_of, noise, knows_own_noise, model)
+        topology = rounds_of[0]
+    weights, neighbours = _round_arrays(net, topology)
+    return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise, model)
+
+
+def _round_arrays(net: Network, topology: Topology
+                  ) -> tuple[sp.csr_array, tuple[NDArray[np.int64], ...]]:
+    """W (Lazy-Metropolis unless weighted) and every device's neighbours of ``topology``."""
     from ..network.quantities import adjacency_matrix
 
     adjacency = adjacency_matrix(net, topology)
-    weights = sp.csr_array(topology.mixing_matrix(net.nodes))  # Lazy-Metropolis unless weighted
-    neighbours = tuple(np.flatnonzero(row) for row in adjacency)
-    return kernels.AuditProblem(weights, neighbours, noise**2, rounds, knows_own_noise, model)
+    weights = sp.csr_array(topology.mixing_matrix(net.nodes))
+    return weights, tuple(np.flatnonzero(row) for row in adjacency)
+
+
+def _schedule_rounds(net: Network, schedule: TopologySchedule, rounds: int) -> list[Topology]:
+    """The topologies of rounds 0 to T - 1; a generated schedule's rounds past its window
+    (which ``validate`` checked) checked against ``net`` here."""
+    if not schedule.is_generated:
+        return [schedule.topology_at(t) for t in range(rounds)]
+    return [schedule.topology_at(t) if t < schedule.window else schedule.round_on(net, t)
+            for t in range(rounds)]
+
+
+def _schedule_problem(net: Network, rounds_of: list[Topology], noise: NDArray,
+                      knows_own_noise: bool, model: str) -> schedule_kernels.ScheduleProblem:
+    """The time-varying kernels' problem: W_t and the neighbours of every round, each
+    distinct topology's arrays built once (a cyclic schedule's repeat)."""
+    built = {topology: _round_arrays(net, topology) for topology in set(rounds_of)}
+    return schedule_kernels.ScheduleProblem(
+        tuple(built[topology][0] for topology in rounds_of),
+        tuple(built[topology][1] for topology in rounds_of),
+        noise**2, len(rounds_of), knows_own_noise, model)
 
 
 #: How to shrink an audit that does not fit in memory (the end of the refusal; the CLI
@@ -553,8 +611,12 @@ MEMORY_FIX = "audit fewer observers (observers=...), fewer rounds, or use fewer 
 _ARRAYS_PER_N2 = 8.0 * 5
 
 
-def _largest_workspace(problem: kernels.AuditProblem, observers: Sequence[int]) -> float:
+def _largest_workspace(problem: kernels.AuditProblem | schedule_kernels.ScheduleProblem,
+                       observers: Sequence[int]) -> float:
     """The largest workspace any of ``observers`` needs, by either method."""
+    if isinstance(problem, schedule_kernels.ScheduleProblem):
+        return max((schedule_kernels.workspace_bytes(problem, k) for k in observers),
+                   default=0.0)
     n = problem.variance.size
     return max((max(kernels.workspace_bytes(problem, k, n, method) for method in kernels.METHODS)
                 for k in observers), default=0.0)
@@ -583,7 +645,8 @@ def audit_memory_needed(n_devices: int, rounds: int, *, model: str = "gossip",
     return _ARRAYS_PER_N2 * float(n_devices) ** 2 + threads * _largest_workspace(problem, [0])
 
 
-def _check_memory(n: int, rounds: int, problem: kernels.AuditProblem | None = None,
+def _check_memory(n: int, rounds: int,
+                  problem: kernels.AuditProblem | schedule_kernels.ScheduleProblem | None = None,
                   observers: Sequence[int] = (), threads: int = 1) -> None:
     """Refuse, before allocating, an audit whose arrays cannot fit in memory.
 
@@ -601,7 +664,8 @@ def _thread_count(n_jobs: int, n_tasks: int) -> int:
     return max(1, min(joblib.effective_n_jobs(n_jobs), n_tasks))
 
 
-def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
+def _columns(problem: kernels.AuditProblem | schedule_kernels.ScheduleProblem,
+             observers: list[int], threads: int,
              progress: Callable[[int, int], Any] | None
              ) -> dict[int, tuple[NDArray, NDArray]]:
     """The columns of mu and mu_lower of every observer, in threads.
@@ -615,8 +679,12 @@ def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
 
     from .._blas import one_blas_thread
 
+    bounds = (schedule_kernels.observer_bounds
+              if isinstance(problem, schedule_kernels.ScheduleProblem) else
+              kernels.observer_bounds)
+
     def one(k: int) -> tuple[int, tuple[NDArray, NDArray]]:
-        return k, kernels.observer_bounds(problem, k)
+        return k, bounds(problem, k)
 
     columns: dict[int, tuple[NDArray, NDArray]] = {}
     with one_blas_thread():
@@ -632,7 +700,7 @@ def _columns(problem: kernels.AuditProblem, observers: list[int], threads: int,
 
 def privacy_audit(
     net: Network,
-    topology: Topology | None = None,
+    topology: Topology | TopologySchedule | None = None,
     *,
     rounds: int,
     noise_multiplier: float | Mapping[Hashable, float] | None = None,
@@ -649,10 +717,14 @@ def privacy_audit(
     Parameters
     ----------
     net : Network
-    topology : Topology or Design, optional
+    topology : Topology, TopologySchedule or Design, optional
         The topology to audit; default: the one stored with the network, else
         NDLF (the social graph, no DP device).  A :class:`~topokit.Design`
-        audits its topology with the noise it decided (``Design.noise``).
+        audits its topology with the noise it decided (``Design.noise``).  A
+        :class:`~topokit.network.TopologySchedule` (a time-varying topology)
+        gossips over round t's mixing matrix W_t and observer k hears its
+        round-t neighbours (see "Time-varying topologies" in
+        :mod:`topokit.audit`); its DP devices add noise in every round.
     rounds : int >= 1
         T, the rounds of gossip the observers watch (t = 0, ..., T-1).
     noise_multiplier : float >= 0 or mapping device -> float, optional
@@ -709,7 +781,8 @@ def privacy_audit(
         A device of ``noise_multiplier``, ``sensitivity`` or ``observers`` not
         in the network.
     InvalidTopologyError
-        A topology that breaks a DeepPrivacy rule on ``net``.
+        A topology, or a round of a schedule, that breaks a DeepPrivacy rule
+        on ``net``.
 
     Notes
     -----
@@ -756,6 +829,20 @@ def privacy_audit(
     >>> scaled = privacy_audit(toy, rounds=30, noise_multiplier={"C": 1, "D": 2, "E": 1})
     >>> bool(np.allclose(heavy.mu[d], 2 * scaled.mu[d], equal_nan=True))
     True
+
+    A time-varying topology: the toy's links split into two rounds used in
+    turn.  A schedule of one topology is that topology's audit.
+
+    >>> from topokit.network import TopologySchedule
+    >>> links = toy.topology.edges
+    >>> halves = [Topology(links[::2], toy.topology.dp_devices),
+    ...           Topology(links[1::2], toy.topology.dp_devices)]
+    >>> alternating = privacy_audit(toy, TopologySchedule(halves), rounds=30)
+    >>> alternating.summary()["stranger_pairs"]
+    16
+    >>> one = privacy_audit(toy, TopologySchedule([toy.topology]), rounds=30)
+    >>> bool(np.array_equal(one.mu, audit.mu, equal_nan=True))
+    True
     """
     from .._jobs import check_n_jobs
 
@@ -792,7 +879,7 @@ def privacy_audit(
 
 def stranger_summary(
     net: Network,
-    topology: Topology | None = None,
+    topology: Topology | TopologySchedule | None = None,
     *,
     rounds: int,
     noise_multiplier: float | Mapping[Hashable, float] | None = None,
@@ -811,7 +898,8 @@ def stranger_summary(
     unheard device adding noise, exposure by the walks that reach an owner
     instead of a subspace per round.  On a 300-device SIoT network (16,220
     social links, 50 rounds) NDLF's summary takes seconds where the full
-    audit took over a minute.  Arguments as :func:`privacy_audit`'s.
+    audit took over a minute.  Arguments as :func:`privacy_audit`'s; a
+    :class:`~topokit.network.TopologySchedule` gets the full audit's numbers.
 
     Examples
     --------
@@ -822,6 +910,12 @@ def stranger_summary(
     >>> [summary[key] == full[key] for key in summary]
     [True, True, True]
     """
+    if isinstance(topology, TopologySchedule):  # no shortcut of time-varying views: the audit
+        full = privacy_audit(net, topology, rounds=rounds, noise_multiplier=noise_multiplier,
+                             observer_knows_own_noise=observer_knows_own_noise, model=model,
+                             progress=progress).summary()
+        return {key: full[key] for key in
+                ("stranger_pairs", "exposed_stranger_pairs", "stranger_mu_max")}
     topology, model, rounds, noise = _audit_inputs(net, topology, noise_multiplier, model,
                                                    rounds)
     observer_knows_own_noise = _check_knows(observer_knows_own_noise)

@@ -121,8 +121,8 @@ _KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, equistatic or 
 #: config, ``not_predicted``, and under the command's tables).
 NOT_PREDICTED_NOTE = (
     "the predictors judge static topologies: the prediction columns (H, gap, G', G'L, the "
-    "features, the stranger audit) of a time-varying topology are NaN; its measured time is "
-    "the sum of its rounds' times"
+    "features) of a time-varying topology are NaN; its stranger audit gossips over its "
+    "rounds' topologies in turn, and its measured time is the sum of its rounds' times"
 )
 
 #: What validate says when the runs train a model of the user's that nothing measured and
@@ -472,12 +472,11 @@ def _stranger_audit(piece: _Piece, run) -> dict[str, float]:
     fewer examples than the batch size adds more noise.  NaN when the audit is
     off (``audit_rounds=0``) or the noise depended on the data
     (``sensitivity="paper"``): no z describes it.  The worst finite mu is NaN
-    when every stranger pair is exposed.  NaN for a time-varying topology: the
-    audit gossips over one topology.
+    when every stranger pair is exposed.  A time-varying topology gossips over
+    its rounds' topologies in turn, as it trained.
     """
     dp = run.config.get("dp") or {}
-    if piece.audit_rounds == 0 or isinstance(piece.topology, TopologySchedule) or (
-            run.dp_devices and dp.get("sensitivity") != "clipped"):
+    if piece.audit_rounds == 0 or (run.dp_devices and dp.get("sensitivity") != "clipped"):
         return {"exposed_stranger_pairs": np.nan, "stranger_mu_max": np.nan}
     noise = {node: z for node, z in run.noise_multiplier.items() if z is not None}
     summary = privacy_audit(piece.net, piece.topology, rounds=piece.audit_rounds,
