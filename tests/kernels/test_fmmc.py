@@ -288,3 +288,153 @@ def test_bad_adjacency_is_one_clear_error(adjacency, message):
 def test_bad_options_are_one_clear_error(options, message):
     with pytest.raises(InvalidInputError, match=message):
         fastest_mixing_weights(nx.path_graph(4), **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warm start (initial_weights)
+# ---------------------------------------------------------------------------------------------
+
+
+def without_some_links(graph: nx.Graph, seed: int) -> nx.Graph:
+    """``graph`` less a few links that are on cycles (it stays connected)."""
+    rng = np.random.default_rng(seed)
+    fewer = graph.copy()
+    for u, v in rng.permutation(list(graph.edges()))[:3]:
+        fewer.remove_edge(u, v)
+        if not nx.is_connected(fewer):
+            fewer.add_edge(u, v)
+    return fewer
+
+
+def warm_and_cold(graph: nx.Graph, **options) -> tuple:
+    """Cold on ``graph``, and warm from the cold optimum of ``graph`` less a few links."""
+    n = graph.number_of_nodes()
+    start = fastest_mixing_weights(nx.to_numpy_array(without_some_links(graph, n), range(n)),
+                                   method="subgradient", **options)
+    cold = fastest_mixing_weights(graph, method="subgradient", **options)
+    warm = fastest_mixing_weights(graph, method="subgradient", initial_weights=start.weights,
+                                  **options)
+    return warm, cold
+
+
+@pytest.mark.parametrize("index", [0, 1, 3, 6, 9])
+def test_warm_start_certifies_the_same_slem(index):
+    # From the optimum on a subset of the links (the second weighting of a design): both
+    # runs are certified within tol of the one optimum.
+    graph = RANDOM_GRAPHS[index]
+    warm, cold = warm_and_cold(graph)
+    tol = _fmmc.DEFAULT_TOL["subgradient"]
+    assert warm.converged and cold.converged and warm.gap <= tol
+    assert abs(warm.slem - cold.slem) <= tol
+    assert warm.lower_bound <= cold.slem + 1e-12 and cold.lower_bound <= warm.slem + 1e-12
+    assert warm.slem == pytest.approx(independent_slem(warm.weights), abs=1e-12)
+
+
+@pytest.mark.parametrize("index", [0, 6, 7])
+def test_a_near_optimal_warm_start_is_certified_in_fewer_steps(index):
+    # Started from a certified optimum only the certificate remains to be found: the
+    # steps a cold run spends reaching the optimum are saved (at 1,000 devices, 95 of 417).
+    # Not a guarantee: where the certificate, not the optimum, takes the steps (RANDOM_GRAPHS[3]:
+    # 3,423 warm, 2,269 cold) the stage ends can fall later.
+    graph = RANDOM_GRAPHS[index]
+    cold = fastest_mixing_weights(graph, method="subgradient")
+    warm = fastest_mixing_weights(graph, method="subgradient", initial_weights=cold.weights)
+    assert warm.converged and warm.slem <= cold.slem + 1e-12
+    assert warm.n_iter < cold.n_iter
+
+
+def test_warm_start_on_the_tracked_spectrum(monkeypatch):
+    monkeypatch.setattr(_fmmc, "DENSE_EIGEN_MAX", 20)
+    graph = nx.connected_watts_strogatz_graph(40, 4, 0.3, seed=2)
+    warm, cold = warm_and_cold(graph, seed=5)
+    assert warm.converged and cold.converged
+    assert abs(warm.slem - cold.slem) <= _fmmc.DEFAULT_TOL["subgradient"]
+
+
+def test_a_warm_start_slower_than_metropolis_is_not_taken():
+    # The identity (no weight on any link) has SLEM 1: the run starts from Metropolis-Hastings
+    # as a cold one does, and on the dense spectrum it is the cold run exactly.
+    graph = RANDOM_GRAPHS[2]
+    n = graph.number_of_nodes()
+    cold = fastest_mixing_weights(graph, method="subgradient")
+    warm = fastest_mixing_weights(graph, method="subgradient", initial_weights=np.eye(n))
+    assert np.array_equal(warm.weights, cold.weights) and warm.n_iter == cold.n_iter
+
+
+def test_warm_start_is_symmetrised_made_feasible_and_may_be_sparse():
+    graph = nx.cycle_graph(60)
+    start = sp.csr_array(3.0 * nx.to_numpy_array(graph))  # node sums 6: scaled down to 1
+    result = fastest_mixing_weights(graph, method="subgradient", initial_weights=start)
+    assert result.converged
+    assert 0.0 <= result.slem - cycle_slem(60) <= _fmmc.DEFAULT_TOL["subgradient"]
+    links = _fmmc._links_of(graph)
+    np.testing.assert_allclose(_fmmc._edge_weights_of(links, start), 0.5)
+    lopsided = np.triu(nx.to_numpy_array(graph)) * 0.4  # only (i, j), i < j: halved
+    np.testing.assert_allclose(_fmmc._edge_weights_of(links, lopsided)[:-1], 0.2)
+
+
+def test_warm_start_is_ignored_by_the_sdp():
+    graph = nx.cycle_graph(8)
+    plain = fastest_mixing_weights(graph, method="sdp")
+    warm = fastest_mixing_weights(graph, method="sdp", initial_weights=np.eye(8))
+    assert np.array_equal(plain.weights, warm.weights)
+
+
+@pytest.mark.parametrize("initial, message", [
+    (np.eye(3), r"shape \(5, 5\), one row per node of the graph; got shape \(3, 3\)"),
+    (np.full((5, 5), np.nan), "NaN"),
+    (np.ones(5), "2-dimensional"),
+])
+def test_bad_warm_start_is_one_clear_error(initial, message):
+    with pytest.raises(InvalidInputError, match=message):
+        fastest_mixing_weights(nx.path_graph(5), method="subgradient", initial_weights=initial)
+
+
+def test_fastest_mixing_topology_warm_starts_from_a_topology():
+    from topokit.design.mixing import fastest_mixing_topology
+    from topokit.network.core import Topology
+
+    graph = RANDOM_GRAPHS[3]
+    nodes = list(range(graph.number_of_nodes()))
+    fewer = Topology(list(without_some_links(graph, 0).edges()))
+    all_links = Topology(list(graph.edges()))
+    start = fastest_mixing_topology(fewer, nodes, method="subgradient")
+    cold = fastest_mixing_topology(all_links, nodes, method="subgradient")
+    warm = fastest_mixing_topology(all_links, nodes, method="subgradient", warm_start=start)
+    slems = [independent_slem(t.mixing_matrix(nodes)) for t in (cold, warm)]
+    assert abs(slems[0] - slems[1]) <= _fmmc.DEFAULT_TOL["subgradient"] + 1e-6  # min_weight
+    with pytest.raises(InvalidInputError, match="warm_start must be a topokit Topology"):
+        fastest_mixing_topology(all_links, nodes, warm_start=np.eye(len(nodes)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The projection's per-node threshold
+# ---------------------------------------------------------------------------------------------
+
+
+def sorted_threshold(excess: np.ndarray) -> float:
+    """The t with sum max(excess - t, 0) = 1, by sorting (the simplex projection's rule)."""
+    ordered = np.sort(excess[excess > 0])[::-1]
+    running = np.cumsum(ordered)
+    candidates = (running - 1.0) / np.arange(1, ordered.size + 1)
+    return float(candidates[np.flatnonzero(ordered > candidates)[-1]])
+
+
+@pytest.mark.parametrize("excess_over_one", [1e-15, 1e-9, 1e-3, 0.5, 5.0])
+def test_node_threshold_matches_the_sorted_rule_from_any_previous_threshold(excess_over_one):
+    # Regression: from sums just above 1 (thresholds ~1e-14) round-off made the passes
+    # cycle forever; they must stop, at the threshold the sort gives.
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        excess = rng.normal(0.2, 0.3, rng.integers(2, 40))
+        positive = excess[excess > 0]
+        if positive.size == 0:
+            continue
+        excess *= (1.0 + excess_over_one) / positive.sum()
+        total = float(excess[excess > 0].sum())
+        if total <= 1.0:
+            continue
+        expected = sorted_threshold(excess)
+        for previous in (0.0, expected / 2, expected, 2 * expected + 0.1, 10.0):
+            found = _fmmc._node_threshold(excess, 0, excess.size, total, previous)
+            assert found == pytest.approx(expected, abs=1e-12)

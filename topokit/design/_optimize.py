@@ -881,8 +881,9 @@ def _optimize(net: Network, options: OptimizeOptions):
         searched, weightings = _mixing_weights(objective, bound, searched, mixing, base_seed), 1
         if social is not None and starts["ndlf"] == found:
             social = searched  # the search kept NDLF: weigh it once
-        elif social is not None:
-            social = _mixing_weights(objective, bound, social, mixing, base_seed)
+        elif social is not None:  # starts from the searched links' weights, if kept
+            social = _mixing_weights(objective, bound, social, mixing, base_seed,
+                                     warm_start=searched.topology)
             weightings += 1
     margin = _margin_for(searched, ndlf_margin, model, options)
     result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
@@ -1359,17 +1360,25 @@ def _refined_noise(objective: _Objective, region: NDArray[np.float64], topology:
     return score
 
 
-def _weighted(plain: Topology, net: Network, mixing: str, seed: int) -> Topology:
-    """``plain`` with Metropolis-Hastings or fastest-mixing weights on its links."""
+def _weighted(plain: Topology, net: Network, mixing: str, seed: int,
+              warm_start: Topology | None = None) -> Topology:
+    """``plain`` with Metropolis-Hastings or fastest-mixing weights on its links.
+
+    ``warm_start``: a topology on the same devices whose fastest-mixing weights (if it
+    carries some) the solver starts from; on a network of more than 48 devices, where
+    the first-order method runs, it saves most of its steps.
+    """
     from .mixing import fastest_mixing_topology, metropolis_hastings_topology
 
     if mixing == "metropolis":
         return metropolis_hastings_topology(plain, net)
-    return fastest_mixing_topology(plain, net, seed=keyed_seed(seed, 2))
+    if warm_start is not None and warm_start.weights is None:
+        warm_start = None  # Lazy-Metropolis: no better a start than the solver's own
+    return fastest_mixing_topology(plain, net, seed=keyed_seed(seed, 2), warm_start=warm_start)
 
 
 def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate: _Weighted,
-                    mixing: str, seed: int) -> _Weighted:
+                    mixing: str, seed: int, warm_start: Topology | None = None) -> _Weighted:
     """The design with other mixing weights on its links, if that is predicted no slower.
 
     Metropolis-Hastings weights, or Boyd, Diaconis and Xiao's fastest-mixing ones
@@ -1379,7 +1388,7 @@ def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate
     still meets it (with its own z*).
     """
     plain, score = candidate.topology, candidate.score
-    weighted = _weighted(plain, objective.net, mixing, seed)
+    weighted = _weighted(plain, objective.net, mixing, seed, warm_start)
     matrix = weighted.mixing_matrix(objective.net.nodes)
     changed = objective.state(weighted)
     scored, need = None, None

@@ -82,6 +82,18 @@ def _checked_links(topology: Any, nodes_or_net: Network | Iterable[Hashable]
     return nodes, rows, cols
 
 
+def _start_matrix(warm_start: Any, nodes: list) -> NDArray[np.float64] | None:
+    """The mixing matrix of a warm start on ``nodes`` (None without one)."""
+    if warm_start is None:
+        return None
+    if not isinstance(warm_start, Topology):
+        raise InvalidInputError(
+            f"warm_start must be a topokit Topology (an earlier fastest_mixing_topology "
+            f"result) or None; got {type(warm_start).__name__}"
+        )
+    return warm_start.mixing_matrix(nodes)
+
+
 def _connected(n: int, rows: NDArray, cols: NDArray) -> bool:
     graph = csr_array((np.ones(rows.size), (rows, cols)), shape=(n, n))
     return connected_components(graph, directed=False)[0] <= 1
@@ -96,6 +108,7 @@ def fastest_mixing_topology(
     max_iter: int | None = None,
     seed: SeedLike = None,
     min_weight: float = 1e-6,
+    warm_start: Topology | None = None,
 ) -> Topology:
     """The topology with the weights under which its links mix fastest.
 
@@ -136,6 +149,15 @@ def fastest_mixing_topology(
         (eq. 8).  Dropping weights w changes the SLEM by at most
         2 max_i sum_{dropped l on i} w_l.  0 keeps every link of positive
         weight.
+    warm_start : Topology, optional
+        Where the first-order method starts: a topology on the same devices
+        whose mixing matrix (its weights, or Lazy-Metropolis without) is the
+        first guess, typically an earlier result of this function on a subset
+        or superset of the links (see ``initial_weights`` of
+        :func:`~topokit.kernels.fastest_mixing_weights`).  Saves most of the
+        steps when the optimum moves little; the result is certified within
+        ``tol`` either way, but is not bit for bit that of a cold start.
+        Ignored by the SDP.
 
     Returns
     -------
@@ -151,7 +173,7 @@ def fastest_mixing_topology(
     NodeNotFoundError
         If it links a device not among ``nodes_or_net``.
     InvalidInputError
-        A bad ``method``, ``tol``, ``max_iter`` or ``min_weight``.
+        A bad ``method``, ``tol``, ``max_iter``, ``min_weight`` or ``warm_start``.
 
     Warns
     -----
@@ -190,7 +212,7 @@ def fastest_mixing_topology(
     adjacency = np.zeros((len(nodes), len(nodes)))
     adjacency[rows, cols] = adjacency[cols, rows] = 1.0
     result = fastest_mixing_weights(adjacency, method=method, tol=tol, max_iter=max_iter,
-                                    seed=seed)
+                                    seed=seed, initial_weights=_start_matrix(warm_start, nodes))
     if not result.converged:
         warnings.warn(
             f"fastest-mixing weights not certified within tol after {result.n_iter} steps "
