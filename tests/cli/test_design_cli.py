@@ -157,3 +157,35 @@ def test_design_table_reads_at_80_columns():
     assert "…" not in result.stdout
     assert any(line.startswith("predicted_global_iterate") for line in lines)
     assert any(line.startswith("exposed_stranger_pairs") for line in lines)
+
+
+def test_a_design_interrupted_while_auditing_is_written_with_the_audits_done(tmp_path,
+                                                                            monkeypatch):
+    """Ctrl-C (a real SIGINT) during NDLF's audit: the design and optimize's audited column
+    are written, the line says what is missing, and the status is 130."""
+    import os
+    import signal
+
+    from topokit.design.report import StrangerAudit
+    from topokit.design.result import load_design
+
+    audited = StrangerAudit.columns
+    calls = []
+
+    def interrupted_second(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here
+        return audited(self, *args, **kwargs)
+
+    monkeypatch.setattr(StrangerAudit, "columns", interrupted_second)
+    output = tmp_path / "design.json"
+    result = run("design", "--example", "toy", "-o", str(output))
+    assert result.exit_code == 130, result.output
+    record = json.loads(output.read_text())
+    assert list(record["baselines"]) == ["optimize"]
+    assert "exposed_stranger_pairs" in record["baselines"]["optimize"]
+    design = load_design(output)  # a design file as any other, the one made uninterrupted
+    assert design.metrics.pseudo_time == pytest.approx(331.273, abs=1e-3)
+    said = [line for line in result.output.splitlines() if line.startswith("interrupted")]
+    assert len(said) == 1 and "NDLF, DLFDP, ERG" in said[0] and str(output) in said[0]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from .._io import write_json
@@ -28,6 +29,7 @@ from ._common import (
     check_predictor_option,
     check_seed_option,
     console,
+    error_console,
     handles_user_errors,
     metrics_table,
     naming_options,
@@ -65,10 +67,12 @@ REPORTED_FROM_DEVICES = 64
 
 
 def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chosen=None,
-                     quiet: bool = False, noise: dict | None = None) -> dict:
+                     quiet: bool = False, noise: dict | None = None,
+                     into: dict | None = None) -> dict:
     """The report's columns (metrics and stranger audit of every topology), with a bar of
-    the audits' observers on large networks, named by the topology being audited."""
-    from ..design.report import metric_columns
+    the audits' observers on large networks, named by the topology being audited; each
+    column also lands in ``into`` as soon as it is done (what an interrupt leaves)."""
+    from ..design.report import _metric_columns_in_turn
 
     total = len(topologies) * net.n_devices
     shown = audit.rounds > 0 and net.n_devices >= REPORTED_FROM_DEVICES and not quiet
@@ -83,8 +87,12 @@ def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chos
                                describe=audited) as report:
         if report is not None:  # the bar from the start: one observer can take seconds
             report(0, total)
-        return metric_columns(net, topologies, model, audit=audit, chosen=chosen,
-                              progress=report, noise=noise)
+        columns = {} if into is None else into
+        for name, column in _metric_columns_in_turn(net, topologies, model, audit=audit,
+                                                    chosen=chosen, progress=report,
+                                                    noise=noise):
+            columns[name] = column
+        return columns
 
 
 def _stranger_audit(rounds: int, noise_multiplier: float | None,
@@ -361,9 +369,48 @@ def design(
             net, model, audit, n_jobs=n_jobs, seed=seed, quiet=as_json,
             max_stranger_mu=max_stranger_mu, mixing=mixing, per_device_noise=not uniform_noise,
             ndlf_margin=ndlf_margin, workload=workload)
-    columns = _audited_columns(net, topologies, model, audit, chosen=chosen, quiet=as_json)
+    columns, unaudited = _design_columns(net, topologies, model, audit, chosen, quiet=as_json)
     _report_design(net, network, method, chosen, columns, audit,
                    output=output, plot=plot, as_json=as_json)
+    if unaudited:
+        _say_interrupted(unaudited, output)
+        raise typer.Exit(INTERRUPTED_EXIT)
+
+
+#: The exit status of a design interrupted (Ctrl-C) during its report's audits: 128 + SIGINT,
+#: what a shell reports for a command the interrupt stopped.
+INTERRUPTED_EXIT = 130
+
+
+def _design_columns(net, topologies: dict, model, audit: StrangerAudit, chosen, *,
+                    quiet: bool) -> tuple[dict, list[str]]:
+    """The report's columns, and the labels an interrupt (Ctrl-C) left without a column.
+
+    The design is made by then: an interrupt during the reference designs' audits
+    keeps it, with the columns audited so far (the design's own as optimize or
+    AutoTag measured it, without its audit if that was cut short), so that the
+    report is still written.  A second interrupt stops at once.
+    """
+    columns: dict = {}
+    try:
+        _audited_columns(net, topologies, model, audit, chosen=chosen, quiet=quiet,
+                         into=columns)
+    except KeyboardInterrupt:
+        unaudited = [name for name in topologies if name not in columns]
+        label = next(iter(topologies))  # the design's own column comes first
+        if label not in columns:
+            columns = {label: chosen.metrics.to_dict(), **columns}
+        return columns, unaudited
+    return columns, []
+
+
+def _say_interrupted(unaudited: list[str], output: Path | None) -> None:
+    """One line on stderr: what the interrupted report holds and what it lacks."""
+    kept = f"wrote the design to {output}" if output is not None else "the design is above"
+    error_console.print(escape(
+        f"interrupted while auditing the designs: {kept} without the audits of "
+        f"{', '.join(unaudited)}; topokit analyze NETWORK --topology DESIGN.json audits the "
+        "design alone"), highlight=False, soft_wrap=True)  # one line, as errors are
 
 
 def _report_design(net, network: Path | None, method: str, chosen, columns: dict, audit, *,

@@ -3,7 +3,7 @@ strangers learn from each (``topokit design``, ``topokit analyze``, the HTTP ser
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError
@@ -76,6 +76,17 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
     where the time goes on large networks.  ``noise`` (column -> device -> z)
     audits a column at its own levels (a design file's) instead of the audit's z.
     """
+    return dict(_metric_columns_in_turn(net, topologies, predictor, audit=audit,
+                                        chosen=chosen, progress=progress, noise=noise))
+
+
+def _metric_columns_in_turn(net, topologies: dict[str, Any], predictor, *,
+                            audit: StrangerAudit, chosen=None,
+                            progress: Callable[[int, int], Any] | None = None,
+                            noise: Mapping[str, Mapping[Any, float]] | None = None
+                            ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """:func:`metric_columns`' (label, column) pairs, each as soon as it is audited: an
+    interrupted report keeps the columns done."""
     from ..design.metrics import evaluate
 
     bound = None if chosen is None else chosen.stats.get("stranger_bound")
@@ -96,8 +107,8 @@ def metric_columns(net, topologies: dict[str, Any], predictor, *, audit: Strange
         return {**evaluate(net, topology, predictor).to_dict(),
                 **audit.columns(net, topology, (noise or {}).get(name), observed)}
 
-    return {name: column(k, name, topology)
-            for k, (name, topology) in enumerate(topologies.items())}
+    for k, (name, topology) in enumerate(topologies.items()):
+        yield name, column(k, name, topology)
 
 
 def reference_judge(chosen, given: Any = None):
