@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -371,10 +372,7 @@ def design(
             ndlf_margin=ndlf_margin, workload=workload)
     columns, unaudited = _design_columns(net, topologies, model, audit, chosen, quiet=as_json)
     _report_design(net, network, method, chosen, columns, audit,
-                   output=output, plot=plot, as_json=as_json)
-    if unaudited:
-        _say_interrupted(unaudited, output)
-        raise typer.Exit(INTERRUPTED_EXIT)
+                   output=output, plot=plot, as_json=as_json, unaudited=unaudited)
 
 
 #: The exit status of a design interrupted (Ctrl-C) during its report's audits: 128 + SIGINT,
@@ -404,18 +402,24 @@ def _design_columns(net, topologies: dict, model, audit: StrangerAudit, chosen, 
     return columns, []
 
 
-def _say_interrupted(unaudited: list[str], output: Path | None) -> None:
-    """One line on stderr: what the interrupted report holds and what it lacks."""
+def _exit_if_interrupted(unaudited: list[str], output: Path | None) -> None:
+    """After a report an interrupt cut short (``unaudited`` not empty): one line on stderr,
+    what it holds and what it lacks, and the exit status :data:`INTERRUPTED_EXIT`."""
+    if not unaudited:
+        return
     kept = f"wrote the design to {output}" if output is not None else "the design is above"
     error_console.print(escape(
         f"interrupted while auditing the designs: {kept} without the audits of "
         f"{', '.join(unaudited)}; topokit analyze NETWORK --topology DESIGN.json audits the "
         "design alone"), highlight=False, soft_wrap=True)  # one line, as errors are
+    raise typer.Exit(INTERRUPTED_EXIT)
 
 
 def _report_design(net, network: Path | None, method: str, chosen, columns: dict, audit, *,
-                   output: Path | None, plot: Path | None, as_json: bool) -> None:
-    """Write, draw and print the design: the file of -o, the figure of --plot, the table."""
+                   output: Path | None, plot: Path | None, as_json: bool,
+                   unaudited: Sequence[str] = ()) -> None:
+    """Write, draw and print the design: the file of -o, the figure of --plot, the table;
+    then, if an interrupt left the designs ``unaudited``, say so and exit."""
     from ..design.report import design_record
 
     payload = design_record(net, method, chosen, columns, audit)
@@ -430,6 +434,7 @@ def _report_design(net, network: Path | None, method: str, chosen, columns: dict
             save_figure(design_figure(net, chosen), plot)
     if as_json:
         print_json(payload)
+        _exit_if_interrupted(list(unaudited), output)
         return
     _print_design(net, network, method, chosen, columns)
     judged = "paper (eq. 15)" if chosen.predictor is None else chosen.predictor["name"]
@@ -441,6 +446,7 @@ def _report_design(net, network: Path | None, method: str, chosen, columns: dict
     for path, what in ((output, "design"), (plot, "plot")):
         if path is not None:
             console.print(f"wrote {what} to {path}")
+    _exit_if_interrupted(list(unaudited), output)
 
 
 #: optimize's parameters as the design command names them, in its errors.
