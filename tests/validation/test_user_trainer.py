@@ -11,6 +11,7 @@ import pytest
 from topokit import Workload
 from topokit.errors import InvalidInputError, TopokitWarning
 from topokit.training import DPConfig, train
+from topokit.training.models import MLP
 from topokit.validation import curves_path, timings_path, validate
 
 TOPOLOGIES = "ndlf,dlfdp"
@@ -207,3 +208,17 @@ def test_a_closure_runs_in_joblib_workers(toy):
     result = validate(toy, "ndlf,dlfdp", trainer=lambda net, topology, **kw: accuracies,
                       trials=1, rounds=2, targets=(0.5,), audit_rounds=0, n_jobs=2)
     assert result.frame["measured_rounds"].tolist() == [2.0, 2.0]
+
+
+def test_topokits_mlp_of_another_width_is_a_model_nothing_measured(toy):
+    """The shipped MLP fit has runs of topokit's MLP as "mlp" builds it (32 hidden units)
+    only: the class alone does not make another width measured."""
+    options = {"trials": 1, "rounds": 3, "targets": (0.5,), "audit_rounds": 0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shipped = validate(toy, "ndlf", model=MLP(64, 10), **options)
+    assert not [w for w in caught if "model of your own" in str(w.message)]
+    assert shipped.config["predictor_name"] == "mlp"
+    with pytest.warns(TopokitWarning, match="model of your own"):
+        wider = validate(toy, "ndlf", model=MLP(64, 10, hidden=128), **options)
+    assert wider.config["predictor_name"] == "default" and "unmeasured_model" in wider.config

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -406,6 +407,25 @@ class MLP(Model):
 
 
 _MODELS = {"logreg": LogisticRegression, "mlp": MLP}
+
+
+def _shipped_name(model: Any) -> str | None:
+    """The name ("logreg", "mlp") that builds ``model`` as topokit trains it, else None.
+
+    A name topokit trains is its own; an instance counts only when it is that
+    name's model exactly (its class, not a subclass, with the same settings:
+    an MLP of another hidden width is another model, which no shipped fit has
+    runs of).
+
+    >>> _shipped_name("mlp"), _shipped_name(MLP(4, 3)), _shipped_name(MLP(4, 3, hidden=128))
+    ('mlp', 'mlp', None)
+    """
+    if isinstance(model, str):
+        return model if model in _MODELS else None
+    for name, cls in _MODELS.items():
+        if type(model) is cls and repr(model) == repr(cls(model.n_features, model.n_classes)):
+            return name
+    return None
 
 
 def make_model(model: str | Model, n_features: int, n_classes: int) -> Model:

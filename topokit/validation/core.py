@@ -1267,16 +1267,16 @@ def _trial_network(net: Network, settings: _Settings, seed: int) -> Network:
 
 
 def _shipped_predictor(model: Any) -> str:
-    """The shipped predictor fitted on runs of ``model`` (a name or a Model), else "default".
+    """The shipped predictor fitted on runs of ``model`` (a name topokit trains, or its model
+    exactly as that name builds it), else "default".
 
     >>> _shipped_predictor("mlp"), _shipped_predictor("logreg")
     ('mlp', 'default')
     """
     from ..design.time_predictor import SHIPPED_FOR_MODEL
-    from ..training.models import MLP
+    from ..training.models import _shipped_name
 
-    trained = "mlp" if isinstance(model, MLP) else model
-    return SHIPPED_FOR_MODEL.get(trained, "default") if isinstance(trained, str) else "default"
+    return SHIPPED_FOR_MODEL.get(_shipped_name(model), "default")
 
 
 def _optimized(net: Network, settings: _Settings) -> Topology:
@@ -1308,14 +1308,14 @@ def _optimized(net: Network, settings: _Settings) -> Topology:
 
 def _unmeasured_model(settings: _Settings) -> bool:
     """Whether the runs train a model of the user's that no workload describes (a trainer,
-    or a ``Model`` object other than topokit's)."""
-    from ..training.models import MLP, LogisticRegression
+    or a ``Model`` object other than topokit's models as their names build them)."""
+    from ..training.models import _shipped_name
 
     if settings.workload is not None:
         return False
     model = settings.train_kwargs.get("model", "logreg")
     return settings.trainer is not None or (_is_model_object(model)
-                                            and not isinstance(model, (MLP, LogisticRegression)))
+                                            and _shipped_name(model) is None)
 
 
 #: What validate and its CLI say of runs whose epsilon is nominal (sensitivity="paper").
