@@ -45,6 +45,7 @@ from .core import (
     _node_id,
     _plain_node,
     class_count_matrix,
+    network_suffix,
 )
 
 __all__ = ["load_network", "save_network", "load_topology", "save_topology",
@@ -427,8 +428,7 @@ def _compressed(path: Path) -> bool:
 
 def _graphml(path: Path) -> bool:
     """Whether ``path`` names a GraphML file (``.graphml``, or ``.graphml.gz``)."""
-    plain = path.with_suffix("") if _compressed(path) else path
-    return plain.suffix.lower() == ".graphml"
+    return network_suffix(path) in (".graphml", ".graphml.gz")
 
 
 @contextlib.contextmanager
