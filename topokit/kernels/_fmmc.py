@@ -724,8 +724,8 @@ def fastest_mixing_weights(
         up to about ``SDP_MAX_NODES`` = 48 nodes, its cost grows like n^6).
         "subgradient" runs the first-order method of the module docstring
         (smoothed subgradients, accelerated, with a certified stopping rule);
-        417 steps, 42 CPU s, for the 77,440 links of a design on a 1,000-device
-        SIoT network (2 shared cores).  "auto" takes "sdp" up to
+        a few hundred steps, under a minute of CPU, for the links of a design
+        on a 1,000-device SIoT network (2 shared cores).  "auto" takes "sdp" up to
         ``SDP_MAX_NODES`` nodes and "subgradient" beyond.
     tol : float, optional
         "sdp": Clarabel's gap and feasibility tolerance (default 1e-8).
