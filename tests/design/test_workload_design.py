@@ -216,3 +216,33 @@ def test_two_noiseless_designs_are_compared_at_every_fitted_noise_level():
     assert least == pytest.approx(min(gains), rel=1e-9)
     noisy = _Weighted(dlfdp(net), None, None)  # DP devices: its epsilon counts
     assert _least_gain_over_noise(objective, noisy, _Weighted(social, None, None)) is None
+
+
+def _score(time):
+    from topokit.design._optimize import _Score
+
+    return _Score(time=time, rounds=time, local_iterate=1.0, features=np.zeros(1),
+                  paper_time=time)
+
+
+@pytest.mark.parametrize(("reference_time", "margin", "kept"), [
+    (95.0, 1.0, False),  # margin 1.0: NDLF gives way to a reference predicted faster
+    (95.0, 1.12, True),  # a reference faster by less than the margin does not displace NDLF
+    (85.0, 1.12, False),  # 100 / 85 clears the margin: NDLF gives way
+    (105.0, 1.12, True),
+])
+def test_a_reference_displaces_ndlf_only_by_the_margin(reference_time, margin, kept):
+    """The searched design is the one that replaces NDLF; here its gain, 100 / 92, is
+    below the margin 1.12 (as a design's is when its least gain over the fitted noise
+    levels is), so only the reference's gain decides."""
+    from topokit.design._optimize import _ndlf_unless_clearly_faster, _Weighted
+    from topokit.design.baselines import ndlf
+
+    toy = load_example("toy")
+    social = _Weighted(ndlf(toy), _score(100.0), None)
+    searched = _Weighted(dlfdp(toy), _score(92.0), None)
+    result, record = _ndlf_unless_clearly_faster(
+        {"dlfdp": _score(reference_time)}, searched, social, margin, references=["dlfdp"])
+    assert record["kept_ndlf"] is kept
+    assert result is (social if kept else searched)
+    assert record["reference_gain"] == pytest.approx(100.0 / reference_time)

@@ -271,8 +271,10 @@ def design(
     method: str = typer.Option(
         "optimize", "--method",
         help="optimize (default): the design topokit's fitted predictor says trains fastest, "
-             "never predicted slower than NDLF, DLFDP, ERG or AutoTag; autotag: the paper's "
-             "Algorithm 2 (with --predictor paper, its default, it reproduces the paper)."),
+             "never predicted slower than NDLF, DLFDP, ERG or AutoTag by more than its NDLF "
+             "margin (NDLF stays unless beaten by it); autotag: "
+             "the paper's Algorithm 2 (with --predictor paper, its default, it reproduces "
+             "the paper)."),
     predictor: Path = typer.Option(
         None, "--predictor",
         help="'default' (topokit's fitted TrainingTimePredictor, fitted on logistic "
