@@ -123,3 +123,15 @@ def test_a_terminal_still_gets_the_bar(monkeypatch):
                            env={**LOG, "TTY_COMPATIBLE": "1"})
     assert result.exit_code == 0, result.output
     assert "━" in result.stderr and "done in" not in result.stderr
+
+
+def test_metrics_without_an_audit_are_a_phase_of_each_topology(every_report):
+    """Without the stranger audit's bar the metrics of a large network still say what they
+    are doing (at 5,000 devices they take tens of seconds)."""
+    result = run("analyze", "--example", "siot16", "--audit-rounds", "0")
+    lines = lines_of(result, "metrics")
+    assert lines[0] == "metrics (social graph) ..."
+    assert re.fullmatch(r"metrics \(social graph\): done in \d+:\d\d:\d\d", lines[-1])
+    # With the audit the bar covers the metrics too: no second phase.
+    assert lines_of(run("analyze", "--example", "siot16", "--audit-rounds", "2"),
+                    "metrics") == []

@@ -72,11 +72,14 @@ def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chos
                      into: dict | None = None) -> dict:
     """The report's columns (metrics and stranger audit of every topology), with a bar of
     the audits' observers on large networks, named by the topology being audited; each
-    column also lands in ``into`` as soon as it is done (what an interrupt leaves)."""
+    column also lands in ``into`` as soon as it is done (what an interrupt leaves).
+    Without an audit a large network's metrics are a phase of their own per topology
+    (``metrics (name)``): at thousands of devices they take tens of seconds."""
     from ..design.report import _metric_columns_in_turn
 
     total = len(topologies) * net.n_devices
-    shown = audit.rounds > 0 and net.n_devices >= REPORTED_FROM_DEVICES and not quiet
+    large = net.n_devices >= REPORTED_FROM_DEVICES and not quiet
+    shown = audit.rounds > 0 and large
     names = list(topologies)
 
     def audited(done: int) -> str:
@@ -89,10 +92,12 @@ def _audited_columns(net, topologies: dict, model, audit: StrangerAudit, *, chos
         if report is not None:  # the bar from the start: one observer can take seconds
             report(0, total)
         columns = {} if into is None else into
-        for name, column in _metric_columns_in_turn(net, topologies, model, audit=audit,
-                                                    chosen=chosen, progress=report,
-                                                    noise=noise):
-            columns[name] = column
+        in_turn = _metric_columns_in_turn(net, topologies, model, audit=audit, chosen=chosen,
+                                          progress=report, noise=noise)
+        for name in names:
+            with reporting_phase(f"metrics ({name})", quiet=shown or not large):
+                done, column = next(in_turn)
+            columns[done] = column
         return columns
 
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -56,9 +57,15 @@ def ndlf(net: Network) -> Topology:
     >>> ndlf(load_example("toy")).n_links
     7
     """
-    edges = [(u, v) for u, v in net.social.edges
-             if np.isfinite(net.delay[net.index[u], net.index[v]])]
-    return Topology(edges, ())
+    links = net.social.number_of_edges()
+    ends = np.fromiter(itertools.chain.from_iterable(
+        (net.index[u], net.index[v]) for u, v in net.social.edges),
+        dtype=np.int64, count=2 * links).reshape(links, 2)
+    ends = ends[np.isfinite(net.delay[ends[:, 0], ends[:, 1]])]
+    nodes = np.asarray(net.nodes)
+    if nodes.dtype.kind in "iu" and nodes.ndim == 1:  # a million links at numpy's pace
+        return Topology(nodes[ends], ())
+    return Topology([(net.nodes[i], net.nodes[j]) for i, j in ends.tolist()], ())
 
 
 def dlfdp(net: Network) -> Topology:

@@ -14,10 +14,11 @@ Their files are read and written by :mod:`topokit.network.formats`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,8 +167,17 @@ class Topology:
         dp_devices: Iterable[Hashable] = (),
         weights: Mapping[Any, float] | Iterable[float] | None = None,
     ):
+        edges = check_collection(edges, "edges", "an iterable of node pairs (u, v)")
+        integer = _integer_pairs(edges)
+        if integer is not None:  # a million links: sorted by numpy, not by Python keys
+            ordered, given = integer
+            object.__setattr__(self, "edges", ordered)
+            object.__setattr__(self, "dp_devices", _device_set(dp_devices))
+            object.__setattr__(self, "weights", None if weights is None
+                               else _link_weights(weights, given(), ordered))
+            return
         given = []  # canonical pairs in the order given (weights of a sequence follow it)
-        for edge in check_collection(edges, "edges", "an iterable of node pairs (u, v)"):
+        for edge in edges:
             u, v = _pair(edge)
             if u == v:
                 raise InvalidTopologyError(f"self-loop on node {u!r}: a link must join two devices")
@@ -465,6 +475,68 @@ def _device_set(dp_devices: Any) -> frozenset:
     if None in devices:
         raise InvalidInputError("dp_devices: a node id is missing (null)")
     return devices
+
+
+def _integer_pairs(edges: Iterable) -> tuple[tuple[tuple[int, int], ...],
+                                             Callable[[], list[tuple[int, int]]]] | None:
+    """``edges`` as :class:`Topology` stores them, when every node id is an integer (Python's
+    or numpy's, not bool): the canonical pairs sorted without duplicates, and a function
+    giving them in the order given; None otherwise (and for any malformed edge, which the
+    general path then names).
+
+    For integers :func:`node_sort_key`'s order is the numbers' order, so numpy's sort of
+    the pairs is the same order, found without a Python key per pair.
+
+    >>> ordered, given = _integer_pairs([(3, 1), (0, 2), (1, 3)])
+    >>> ordered, given()
+    (((0, 2), (1, 3)), [(1, 3), (0, 2), (1, 3)])
+    >>> _integer_pairs([(True, 2)]) is None, _integer_pairs([("a", "b")]) is None
+    (True, True)
+    """
+    if isinstance(edges, np.ndarray):
+        if edges.dtype.kind not in "iu" or edges.ndim != 2 or edges.shape[1] != 2:
+            return None
+        pairs = edges.astype(np.int64)  # uint64 beyond int64 wraps: refused below
+        if (edges.dtype.kind == "u") and (pairs < 0).any():
+            return None
+    elif isinstance(edges, (list, tuple)):  # an iterator is read once: not here
+        try:
+            kinds = set(map(type, itertools.chain.from_iterable(edges)))
+        except TypeError:  # an edge that is not a pair
+            return None
+        if not kinds or not all(kind is int or issubclass(kind, np.integer) for kind in kinds):
+            return None
+        try:
+            pairs = np.array(edges, dtype=np.int64)
+        except (ValueError, OverflowError, TypeError):  # ragged, or beyond 64 bits
+            return None
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            return None
+    else:
+        return None
+    loops = pairs[:, 0] == pairs[:, 1]
+    if loops.any():
+        node = int(pairs[np.argmax(loops), 0])
+        raise InvalidTopologyError(f"self-loop on node {node!r}: a link must join two devices")
+    low, high = pairs.min(axis=1), pairs.max(axis=1)
+    unique = _unique_pairs(low, high)
+    ordered = tuple(zip(unique[0].tolist(), unique[1].tolist(), strict=True))
+    return ordered, lambda: list(zip(low.tolist(), high.tolist(), strict=True))
+
+
+def _unique_pairs(low: NDArray[np.int64], high: NDArray[np.int64]
+                  ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct pairs (low, high), sorted by low then high: one key per pair where the
+    ids span less than 2^31 (a one-dimensional sort), else numpy's sort of rows."""
+    if len(low) == 0:
+        return low, high
+    base = int(min(low.min(), high.min()))
+    span = int(max(low.max(), high.max())) - base + 1
+    if span < 2**31:
+        keys = np.unique((low - base) * span + (high - base))
+        return keys // span + base, keys % span + base
+    rows = np.unique(np.column_stack([low, high]), axis=0)
+    return rows[:, 0], rows[:, 1]
 
 
 def _pair(edge: Any) -> tuple[Hashable, Hashable]:
