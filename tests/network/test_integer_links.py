@@ -67,3 +67,71 @@ def test_a_self_loop_is_refused_in_the_same_words():
         Topology([(1, 2), (3, 3)])
     with pytest.raises(InvalidTopologyError, match=r"^self-loop on node 3: a link must join"):
         Topology(np.array([[1, 2], [3, 3]]))
+
+
+def _network(ids, seed=0):
+    import networkx as nx
+
+    from topokit import Network
+
+    rng = np.random.default_rng(seed)
+    social = nx.relabel_nodes(nx.gnp_random_graph(len(ids), 0.3, seed=seed),
+                              dict(enumerate(ids)))
+    delay = rng.uniform(1.0, 5.0, size=(len(ids), len(ids)))
+    delay = (delay + delay.T) / 2
+    delay[0, 1] = delay[1, 0] = np.inf  # one pair the physical network cannot connect
+    return Network(social, np.full(len(ids), 2.0), delay)
+
+
+@pytest.mark.parametrize("ids", [
+    list(range(30)),
+    [7 * k - 40 for k in range(30)],  # negative, spread ids
+    [k * 10**9 for k in range(30)],  # too spread for a table: the index path
+    [f"d{k}" for k in range(30)],  # strings: the index path
+], ids=["dense", "spread", "sparse", "strings"])
+def test_link_lookups_agree_with_the_index(ids):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = _network(ids)
+    rng = np.random.default_rng(1)
+    pairs = [(ids[i], ids[j]) for i, j in rng.integers(0, len(ids), size=(200, 2)) if i != j]
+    topology = Topology(pairs, dp_devices=ids[:10])
+    rows, cols = net._link_ends(topology)
+    assert rows.tolist() == [net.index[u] for u, _ in topology.edges]
+    assert cols.tolist() == [net.index[v] for _, v in topology.edges]
+    assert topology.non_social_edges(net) == [
+        (u, v) for u, v in topology.edges if not net.social.has_edge(u, v)]
+    assert np.array_equal(net.social_adjacency,
+                          nx_adjacency(net))
+    # Every broken rule is named as before, links in their stored order.
+    problems = topology.violations(net)
+    infinite = [p for p in problems if "infinite delay" in p]
+    stored = [(u, v) for u, v in topology.edges
+              if not np.isfinite(net.delay[net.index[u], net.index[v]])]
+    assert infinite == [f"link {u!r}-{v!r} has infinite delay: the physical network cannot "
+                        "connect it" for u, v in stored]
+
+
+def nx_adjacency(net):
+    import networkx as nx
+
+    adjacency = nx.to_numpy_array(net.social, nodelist=net.nodes, weight=None)
+    np.fill_diagonal(adjacency, 0.0)
+    return (adjacency > 0).astype(float)
+
+
+@pytest.mark.parametrize("unknown", [99, -1, 10**12])
+def test_a_node_not_in_the_network_is_named(unknown):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = _network(list(range(30)))
+    topology = Topology([(0, 2), (3, unknown)])
+    with pytest.raises(KeyError):
+        net._link_ends(topology)
+    assert topology.violations(net) == [
+        f"node {unknown!r} is not in the network (1 unknown node(s))"]
+    assert tuple(sorted((3, unknown))) in topology.non_social_edges(net)  # not social

@@ -11,7 +11,6 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .._checks import graph_adjacency
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
 from ..network.quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
@@ -108,7 +107,7 @@ def exposure(net: Network, topology: Topology) -> Exposure:
     """
     n = net.n_devices
     index = net.index
-    social = graph_adjacency(net.social, net.nodes).astype(bool)
+    social = net.social_adjacency.astype(bool)
     stranger = ~social
     np.fill_diagonal(stranger, False)
     clear = np.ones(n, dtype=bool)

@@ -170,7 +170,8 @@ class Topology:
         edges = check_collection(edges, "edges", "an iterable of node pairs (u, v)")
         integer = _integer_pairs(edges)
         if integer is not None:  # a million links: sorted by numpy, not by Python keys
-            ordered, given = integer
+            ordered, given, stored = integer
+            object.__setattr__(self, "_edge_array", stored)
             object.__setattr__(self, "edges", ordered)
             object.__setattr__(self, "dp_devices", _device_set(dp_devices))
             object.__setattr__(self, "weights", None if weights is None
@@ -312,18 +313,36 @@ class Topology:
         matrix[np.diag_indices_from(matrix)] = np.maximum(1.0 - sums, 0.0)
         return matrix
 
+    def _integer_edges(self) -> NDArray[np.int64] | None:
+        """The links as an (m, 2) int64 array when every node id is an integer (else None),
+        computed once (a topology never changes)."""
+        if not hasattr(self, "_edge_array"):
+            object.__setattr__(self, "_edge_array",
+                               _integer_array(self.edges) if self.edges else None)
+        return self._edge_array
+
     def non_social_edges(self, net: Network) -> list[tuple[Hashable, Hashable]]:
         """The links of E_c that are not links of the social graph."""
-        return [(u, v) for u, v in self.edges if not net.social.has_edge(u, v)]
+        try:
+            rows, cols = net._link_ends(self)
+        except KeyError:  # a node not in the network: no social link of it
+            return [(u, v) for u, v in self.edges if not net.social.has_edge(u, v)]
+        social = net._is_social(rows, cols)
+        return [self.edges[k] for k in np.flatnonzero(~social).tolist()]
 
     def violations(self, net: Network, *, require_connected: bool = False) -> list[str]:
         """Every rule of DeepPrivacy this topology breaks on ``net`` (empty if valid)."""
         problems = []
-        unknown = sorted(
-            {node for edge in self.edges for node in edge if node not in net.index}
-            | {node for node in self.dp_devices if node not in net.index},
-            key=node_sort_key,
-        )
+        try:
+            rows, cols = net._link_ends(self)
+            unknown = sorted({node for node in self.dp_devices if node not in net.index},
+                             key=node_sort_key)
+        except KeyError:
+            unknown = sorted(
+                {node for edge in self.edges for node in edge if node not in net.index}
+                | {node for node in self.dp_devices if node not in net.index},
+                key=node_sort_key,
+            )
         if unknown:
             problems.append(
                 f"node {unknown[0]!r} is not in the network ({len(unknown)} unknown node(s))"
@@ -336,11 +355,11 @@ class Topology:
                     f"link {u!r}-{v!r} is not a social link, so both ends must add DP noise; "
                     f"{', '.join(repr(m) for m in missing)} is not a DP device"
                 )
-        for u, v in self.edges:
-            if not np.isfinite(net.delay[net.index[u], net.index[v]]):
-                problems.append(
-                    f"link {u!r}-{v!r} has infinite delay: the physical network cannot connect it"
-                )
+        for k in np.flatnonzero(~np.isfinite(net.delay[rows, cols])).tolist():
+            u, v = self.edges[k]
+            problems.append(
+                f"link {u!r}-{v!r} has infinite delay: the physical network cannot connect it"
+            )
         if require_connected and net.n_devices > 1:
             graph = self.graph(net.nodes)
             if not nx.is_connected(graph):
@@ -478,41 +497,24 @@ def _device_set(dp_devices: Any) -> frozenset:
 
 
 def _integer_pairs(edges: Iterable) -> tuple[tuple[tuple[int, int], ...],
-                                             Callable[[], list[tuple[int, int]]]] | None:
+                                             Callable[[], list[tuple[int, int]]],
+                                             NDArray[np.int64]] | None:
     """``edges`` as :class:`Topology` stores them, when every node id is an integer (Python's
-    or numpy's, not bool): the canonical pairs sorted without duplicates, and a function
-    giving them in the order given; None otherwise (and for any malformed edge, which the
-    general path then names).
+    or numpy's, not bool): the canonical pairs sorted without duplicates, a function
+    giving them in the order given and the stored pairs as an (m, 2) array; None otherwise
+    (and for any malformed edge, which the general path then names).
 
     For integers :func:`node_sort_key`'s order is the numbers' order, so numpy's sort of
     the pairs is the same order, found without a Python key per pair.
 
-    >>> ordered, given = _integer_pairs([(3, 1), (0, 2), (1, 3)])
+    >>> ordered, given, _ = _integer_pairs([(3, 1), (0, 2), (1, 3)])
     >>> ordered, given()
     (((0, 2), (1, 3)), [(1, 3), (0, 2), (1, 3)])
     >>> _integer_pairs([(True, 2)]) is None, _integer_pairs([("a", "b")]) is None
     (True, True)
     """
-    if isinstance(edges, np.ndarray):
-        if edges.dtype.kind not in "iu" or edges.ndim != 2 or edges.shape[1] != 2:
-            return None
-        pairs = edges.astype(np.int64)  # uint64 beyond int64 wraps: refused below
-        if (edges.dtype.kind == "u") and (pairs < 0).any():
-            return None
-    elif isinstance(edges, (list, tuple)):  # an iterator is read once: not here
-        try:
-            kinds = set(map(type, itertools.chain.from_iterable(edges)))
-        except TypeError:  # an edge that is not a pair
-            return None
-        if not kinds or not all(kind is int or issubclass(kind, np.integer) for kind in kinds):
-            return None
-        try:
-            pairs = np.array(edges, dtype=np.int64)
-        except (ValueError, OverflowError, TypeError):  # ragged, or beyond 64 bits
-            return None
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            return None
-    else:
+    pairs = _integer_array(edges)
+    if pairs is None:
         return None
     loops = pairs[:, 0] == pairs[:, 1]
     if loops.any():
@@ -521,7 +523,45 @@ def _integer_pairs(edges: Iterable) -> tuple[tuple[tuple[int, int], ...],
     low, high = pairs.min(axis=1), pairs.max(axis=1)
     unique = _unique_pairs(low, high)
     ordered = tuple(zip(unique[0].tolist(), unique[1].tolist(), strict=True))
-    return ordered, lambda: list(zip(low.tolist(), high.tolist(), strict=True))
+    return (ordered, lambda: list(zip(low.tolist(), high.tolist(), strict=True)),
+            np.column_stack(unique))
+
+
+def _sorted_unique(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``np.unique(values)`` by one sort (numpy's unique hashes first, which is slower
+    for the sorted result wanted here)."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) \
+        else ordered
+
+
+def _integer_array(edges: Any) -> NDArray[np.int64] | None:
+    """``edges`` as an (m, 2) int64 array when every node id is an integer (Python's or
+    numpy's, not bool) and every edge a pair; None otherwise, and for an iterator (read
+    once: the general path takes it as it comes).
+
+    >>> _integer_array([(3, 1), (0, 2)]).tolist(), _integer_array([("3", "1")])
+    ([[3, 1], [0, 2]], None)
+    """
+    if isinstance(edges, np.ndarray):
+        if edges.dtype.kind not in "iu" or edges.ndim != 2 or edges.shape[1] != 2:
+            return None
+        pairs = edges.astype(np.int64)
+        # uint64 beyond int64 wraps to negative numbers: not these ids
+        return None if edges.dtype.kind == "u" and (pairs < 0).any() else pairs
+    if not isinstance(edges, (list, tuple)):
+        return None
+    try:
+        kinds = set(map(type, itertools.chain.from_iterable(edges)))
+    except TypeError:  # an edge that is not a pair
+        return None
+    if not kinds or not all(kind is int or issubclass(kind, np.integer) for kind in kinds):
+        return None
+    try:
+        pairs = np.array(edges, dtype=np.int64)
+    except (ValueError, OverflowError, TypeError):  # ragged, or beyond 64 bits
+        return None
+    return pairs if pairs.ndim == 2 and pairs.shape[1] == 2 else None
 
 
 def _unique_pairs(low: NDArray[np.int64], high: NDArray[np.int64]
@@ -533,10 +573,15 @@ def _unique_pairs(low: NDArray[np.int64], high: NDArray[np.int64]
     base = int(min(low.min(), high.min()))
     span = int(max(low.max(), high.max())) - base + 1
     if span < 2**31:
-        keys = np.unique((low - base) * span + (high - base))
+        keys = _sorted_unique((low - base) * span + (high - base))
         return keys // span + base, keys % span + base
     rows = np.unique(np.column_stack([low, high]), axis=0)
     return rows[:, 0], rows[:, 1]
+
+
+def _pair_keys(rows: NDArray[np.int64], cols: NDArray[np.int64], n: int) -> NDArray[np.int64]:
+    """One int64 key per unordered pair of positions among ``n`` (n^2 < 2^63)."""
+    return np.minimum(rows, cols) * n + np.maximum(rows, cols)
 
 
 def _pair(edge: Any) -> tuple[Hashable, Hashable]:
@@ -1033,9 +1078,68 @@ class Network:
     @property
     def social_adjacency(self) -> NDArray[np.float64]:
         """0/1 adjacency of G_s in node order."""
-        from .._checks import graph_adjacency
+        adjacency = np.zeros((self.n_devices, self.n_devices))
+        rows, cols = self._social_ends()
+        adjacency[rows, cols] = adjacency[cols, rows] = 1.0
+        return adjacency
 
-        return graph_adjacency(self.social, self.nodes)
+    def _link_ends(self, links: Topology | Sequence[Sequence[Hashable]]
+                   ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Row and column (positions in :attr:`nodes`) of each link of a topology, or pair
+        of a sequence; KeyError for a node not in the network.  Integer ids are looked up
+        by numpy (a million links in a fraction of a second), others through
+        :attr:`index`."""
+        if isinstance(links, Topology):
+            edges, pairs = links.edges, links._integer_edges()
+        else:
+            edges = links
+            pairs = _integer_array(edges) if len(edges) else None
+        table = self._integer_id_table() if pairs is not None else None
+        if table is not None:
+            base, positions = table
+            offsets = pairs - base
+            inside = (offsets >= 0) & (offsets < len(positions))
+            if inside.all():
+                ends = positions[offsets]
+                if (ends >= 0).all():
+                    return ends[:, 0].copy(), ends[:, 1].copy()
+        index, count = self.index, len(edges)
+        rows = np.fromiter((index[u] for u, _ in edges), dtype=np.int64, count=count)
+        cols = np.fromiter((index[v] for _, v in edges), dtype=np.int64, count=count)
+        return rows, cols
+
+    def _integer_id_table(self) -> tuple[int, NDArray[np.int64]] | None:
+        """(smallest id, position of id - smallest id, -1 where no node) when every node id
+        is an integer and they span at most max(2^20, 8 n) values, else None; once."""
+        if not hasattr(self, "_id_table"):
+            self._id_table = None
+            ids = _integer_array([(node, node) for node in self.nodes])
+            if ids is not None:
+                base = int(ids[:, 0].min())
+                span = int(ids[:, 0].max()) - base + 1
+                if span <= max(2**20, 8 * len(self.nodes)):
+                    positions = np.full(span, -1, dtype=np.int64)
+                    positions[ids[:, 0] - base] = np.arange(len(self.nodes))
+                    self._id_table = (base, positions)
+        return self._id_table
+
+    def _social_ends(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Row and column of every social link (each once), computed once."""
+        if not hasattr(self, "_social_link_ends"):
+            self._social_link_ends = self._link_ends(list(self.social.edges))
+        return self._social_link_ends
+
+    def _is_social(self, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether each pair (rows[k], cols[k]) is a social link."""
+        if not hasattr(self, "_social_keys"):
+            social_rows, social_cols = self._social_ends()
+            self._social_keys = _sorted_unique(
+                _pair_keys(social_rows, social_cols, self.n_devices))
+        keys = _pair_keys(rows, cols, self.n_devices)
+        if len(self._social_keys) == 0:
+            return np.zeros(len(keys), dtype=bool)
+        at = np.minimum(np.searchsorted(self._social_keys, keys), len(self._social_keys) - 1)
+        return self._social_keys[at] == keys
 
     def require_connected(self) -> Network:
         """Raise :class:`~topokit.errors.DisconnectedGraphError` if G_s is disconnected."""

@@ -42,11 +42,7 @@ def _ends(edges: list[tuple[Any, Any]]) -> set:
 
 def edge_indices(net: Network, topology: Topology) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Row and column indices (node order ``net.nodes``) of the links of ``topology``."""
-    index = net.index
-    count = len(topology.edges)
-    rows = np.fromiter((index[u] for u, _ in topology.edges), dtype=np.int64, count=count)
-    cols = np.fromiter((index[v] for _, v in topology.edges), dtype=np.int64, count=count)
-    return rows, cols
+    return net._link_ends(topology)
 
 
 def _local_iterate(net: Network, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> float:
