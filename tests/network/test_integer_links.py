@@ -135,3 +135,34 @@ def test_a_node_not_in_the_network_is_named(unknown):
     assert topology.violations(net) == [
         f"node {unknown!r} is not in the network (1 unknown node(s))"]
     assert tuple(sorted((3, unknown))) in topology.non_social_edges(net)  # not social
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_mixing_matrix_of_integer_ids_is_the_graphs_to_the_bit(weighted):
+    rng = np.random.default_rng(3)
+    ids = [int(k) for k in rng.permutation(60) * 3 + 7]  # unsorted, spread
+    pairs = [(ids[i], ids[j]) for i, j in rng.integers(0, 50, size=(120, 2)) if i != j]
+    topology = Topology(pairs)  # devices 50-59 have no link
+    if weighted:
+        degrees = np.bincount([ids.index(node) for pair in topology.edges for node in pair],
+                              minlength=60)
+        topology = topology.with_weights([1.0 / (1 + max(degrees[ids.index(u)],
+                                                         degrees[ids.index(v)]))
+                                          for u, v in topology.edges])
+    named = {node: f"n{node}" for node in ids}  # the same topology through the graph path
+    general_path = Topology([(named[u], named[v]) for u, v in topology.edges],
+                            weights=topology.weights)
+    assert topology._ends_among(ids) is not None
+    assert general_path._ends_among([named[node] for node in ids]) is None
+    assert np.array_equal(topology.mixing_matrix(ids),
+                          general_path.mixing_matrix([named[node] for node in ids]))
+
+
+def test_a_missing_or_repeated_node_still_takes_the_general_path():
+    from topokit.errors import NodeNotFoundError
+
+    topology = Topology([(0, 1), (1, 5)])
+    with pytest.raises(NodeNotFoundError, match="links device 5"):
+        topology.mixing_matrix([0, 1, 2])
+    with pytest.raises(NodeNotFoundError, match="names a device twice"):
+        topology.mixing_matrix([0, 1, 5, 5])

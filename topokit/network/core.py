@@ -286,6 +286,14 @@ class Topology:
         from ..kernels import lazy_metropolis  # the kernels compile on first use
 
         nodes = list(nodes)
+        ends = self._ends_among(nodes)
+        if ends is not None:  # integer ids: the matrices from index arrays, no graph built
+            rows, cols = ends
+            if self.weights is None:
+                adjacency = np.zeros((len(nodes), len(nodes)))
+                adjacency[rows, cols] = adjacency[cols, rows] = 1.0
+                return lazy_metropolis(adjacency)
+            return _weighted_mixing(len(nodes), rows, cols, self.weights)
         graph = self.graph(nodes)
         if graph.number_of_nodes() != len(nodes):
             # graph() adds the ends of links missing from ``nodes``: the rows would not be
@@ -298,20 +306,18 @@ class Topology:
         if self.weights is None:
             return lazy_metropolis(graph)
         index = {node: k for k, node in enumerate(graph)}
-        matrix = np.zeros((len(index), len(index)))
-        if not index:
-            return matrix
         rows = np.array([index[u] for u, _ in self.edges], dtype=np.intp)
         cols = np.array([index[v] for _, v in self.edges], dtype=np.intp)
-        values = np.array(self.weights, dtype=np.float64)
-        matrix[rows, cols] = values
-        matrix[cols, rows] = values
-        # Row sums accumulated in column order, as lazy_metropolis adds them: weights equal
-        # to the Lazy-Metropolis ones give its matrix to the bit.  The clip removes a negative
-        # round-off (node sums may exceed 1 by 1e-12).
-        sums = np.cumsum(matrix, axis=1)[:, -1]
-        matrix[np.diag_indices_from(matrix)] = np.maximum(1.0 - sums, 0.0)
-        return matrix
+        return _weighted_mixing(len(index), rows, cols, self.weights)
+
+    def _ends_among(self, nodes: list[Hashable]
+                    ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+        """Positions in ``nodes`` of every link's ends when all ids are integers, each
+        node given once and every end among them (else None: the general path names
+        what is wrong)."""
+        pairs = self._integer_edges()
+        table = _id_table(nodes) if pairs is not None else None
+        return None if table is None else _looked_up(pairs, table)
 
     def _integer_edges(self) -> NDArray[np.int64] | None:
         """The links as an (m, 2) int64 array when every node id is an integer (else None),
@@ -577,6 +583,59 @@ def _unique_pairs(low: NDArray[np.int64], high: NDArray[np.int64]
         return keys // span + base, keys % span + base
     rows = np.unique(np.column_stack([low, high]), axis=0)
     return rows[:, 0], rows[:, 1]
+
+
+def _id_table(nodes: Sequence[Hashable]) -> tuple[int, NDArray[np.int64]] | None:
+    """(smallest id, position of each id - smallest id, -1 where no node) when every node
+    id is an integer, none twice, and they span at most max(2^20, 8 n) values; else None.
+
+    >>> base, positions = _id_table([12, 10, 15])
+    >>> base, positions.tolist()
+    (10, [1, -1, 0, -1, -1, 2])
+    """
+    ids = _integer_array([(node, node) for node in nodes]) if len(nodes) else None
+    if ids is None:
+        return None
+    base = int(ids[:, 0].min())
+    span = int(ids[:, 0].max()) - base + 1
+    if span > max(2**20, 8 * len(nodes)):
+        return None
+    positions = np.full(span, -1, dtype=np.int64)
+    positions[ids[:, 0] - base] = np.arange(len(nodes))
+    if np.count_nonzero(positions >= 0) != len(nodes):
+        return None  # an id given twice
+    return base, positions
+
+
+def _looked_up(pairs: NDArray[np.int64], table: tuple[int, NDArray[np.int64]]
+               ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """Rows and columns of ``pairs`` through an :func:`_id_table`; None if an id is
+    not in it."""
+    base, positions = table
+    offsets = pairs - base
+    if not ((offsets >= 0) & (offsets < len(positions))).all():
+        return None
+    ends = positions[offsets]
+    if (ends < 0).any():
+        return None
+    return ends[:, 0].copy(), ends[:, 1].copy()
+
+
+def _weighted_mixing(n: int, rows: NDArray[np.intp], cols: NDArray[np.intp],
+                     weights: Sequence[float]) -> NDArray[np.float64]:
+    """W with ``weights`` at the links (rows[k], cols[k]) and self-weights 1 - row sums."""
+    matrix = np.zeros((n, n))
+    if n == 0:
+        return matrix
+    values = np.array(weights, dtype=np.float64)
+    matrix[rows, cols] = values
+    matrix[cols, rows] = values
+    # Row sums accumulated in column order, as lazy_metropolis adds them: weights equal
+    # to the Lazy-Metropolis ones give its matrix to the bit.  The clip removes a negative
+    # round-off (node sums may exceed 1 by 1e-12).
+    sums = np.cumsum(matrix, axis=1)[:, -1]
+    matrix[np.diag_indices_from(matrix)] = np.maximum(1.0 - sums, 0.0)
+    return matrix
 
 
 def _pair_keys(rows: NDArray[np.int64], cols: NDArray[np.int64], n: int) -> NDArray[np.int64]:
@@ -1095,14 +1154,9 @@ class Network:
             edges = links
             pairs = _integer_array(edges) if len(edges) else None
         table = self._integer_id_table() if pairs is not None else None
-        if table is not None:
-            base, positions = table
-            offsets = pairs - base
-            inside = (offsets >= 0) & (offsets < len(positions))
-            if inside.all():
-                ends = positions[offsets]
-                if (ends >= 0).all():
-                    return ends[:, 0].copy(), ends[:, 1].copy()
+        ends = None if table is None else _looked_up(pairs, table)
+        if ends is not None:
+            return ends
         index, count = self.index, len(edges)
         rows = np.fromiter((index[u] for u, _ in edges), dtype=np.int64, count=count)
         cols = np.fromiter((index[v] for _, v in edges), dtype=np.int64, count=count)
@@ -1112,15 +1166,7 @@ class Network:
         """(smallest id, position of id - smallest id, -1 where no node) when every node id
         is an integer and they span at most max(2^20, 8 n) values, else None; once."""
         if not hasattr(self, "_id_table"):
-            self._id_table = None
-            ids = _integer_array([(node, node) for node in self.nodes])
-            if ids is not None:
-                base = int(ids[:, 0].min())
-                span = int(ids[:, 0].max()) - base + 1
-                if span <= max(2**20, 8 * len(self.nodes)):
-                    positions = np.full(span, -1, dtype=np.int64)
-                    positions[ids[:, 0] - base] = np.arange(len(self.nodes))
-                    self._id_table = (base, positions)
+            self._id_table = _id_table(self.nodes)
         return self._id_table
 
     def _social_ends(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
