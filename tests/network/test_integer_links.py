@@ -166,3 +166,13 @@ def test_a_missing_or_repeated_node_still_takes_the_general_path():
         topology.mixing_matrix([0, 1, 2])
     with pytest.raises(NodeNotFoundError, match="names a device twice"):
         topology.mixing_matrix([0, 1, 5, 5])
+
+
+def test_a_set_or_a_graphs_edge_view_takes_the_numpy_path_too():
+    import networkx as nx
+
+    graph = nx.gnp_random_graph(40, 0.2, seed=4)
+    expected = general(list(graph.edges))
+    assert _integer_pairs(graph.edges) is not None
+    assert _integer_pairs(set(graph.edges)) is not None
+    assert Topology(graph.edges).edges == Topology(set(graph.edges)).edges == expected

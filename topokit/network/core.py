@@ -18,7 +18,7 @@ import itertools
 import os
 import sys
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -544,7 +544,8 @@ def _sorted_unique(values: NDArray[np.int64]) -> NDArray[np.int64]:
 def _integer_array(edges: Any) -> NDArray[np.int64] | None:
     """``edges`` as an (m, 2) int64 array when every node id is an integer (Python's or
     numpy's, not bool) and every edge a pair; None otherwise, and for an iterator (read
-    once: the general path takes it as it comes).
+    once: the general path takes it as it comes).  A collection is read as it iterates
+    (a networkx EdgeView, its pairs), as the general path reads it.
 
     >>> _integer_array([(3, 1), (0, 2)]).tolist(), _integer_array([("3", "1")])
     ([[3, 1], [0, 2]], None)
@@ -555,8 +556,10 @@ def _integer_array(edges: Any) -> NDArray[np.int64] | None:
         pairs = edges.astype(np.int64)
         # uint64 beyond int64 wraps to negative numbers: not these ids
         return None if edges.dtype.kind == "u" and (pairs < 0).any() else pairs
-    if not isinstance(edges, (list, tuple)):
+    if isinstance(edges, (str, bytes)) or not isinstance(edges, Collection):
         return None
+    if not isinstance(edges, (list, tuple)):  # a set or a graph's EdgeView: read again later
+        edges = list(edges)
     try:
         kinds = set(map(type, itertools.chain.from_iterable(edges)))
     except TypeError:  # an edge that is not a pair
@@ -1002,8 +1005,9 @@ class Network:
         >>> net.unusable_social_links
         [(0, 2)]
         """
-        pairs = {canonical_pair(u, v) for u, v in self.social.edges
-                 if not np.isfinite(self.delay[self.index[u], self.index[v]])}
+        rows, cols = self._social_ends()
+        unusable = np.flatnonzero(~np.isfinite(self.delay[rows, cols])).tolist()
+        pairs = {canonical_pair(self.nodes[rows[k]], self.nodes[cols[k]]) for k in unusable}
         return sorted(pairs, key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1])))
 
     def _warn_unusable_social_links(self) -> None:
@@ -1165,9 +1169,9 @@ class Network:
     def _integer_id_table(self) -> tuple[int, NDArray[np.int64]] | None:
         """(smallest id, position of id - smallest id, -1 where no node) when every node id
         is an integer and they span at most max(2^20, 8 n) values, else None; once."""
-        if not hasattr(self, "_id_table"):
-            self._id_table = _id_table(self.nodes)
-        return self._id_table
+        if not hasattr(self, "_node_id_table"):
+            self._node_id_table = _id_table(self.nodes)
+        return self._node_id_table
 
     def _social_ends(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Row and column of every social link (each once), computed once."""
