@@ -275,11 +275,9 @@ def design(
     example: str = ExampleOpt,
     method: str = typer.Option(
         "optimize", "--method",
-        help="optimize (default): the design topokit's fitted predictor says trains fastest, "
-             "never predicted slower than NDLF, DLFDP, ERG or AutoTag by more than its NDLF "
-             "margin (NDLF stays unless beaten by it); autotag: "
-             "the paper's Algorithm 2 (with --predictor paper, its default, it reproduces "
-             "the paper)."),
+        help="optimize (default): what topokit's fitted predictor says trains fastest; NDLF "
+             "unless it or DLFDP, ERG, AutoTag is predicted faster by the NDLF margin. autotag: "
+             "the paper's Algorithm 2 (with --predictor paper, its default, it is the paper's)."),
     predictor: Path = typer.Option(
         None, "--predictor",
         help="'default' (topokit's fitted TrainingTimePredictor, fitted on logistic "
