@@ -176,3 +176,18 @@ def test_a_set_or_a_graphs_edge_view_takes_the_numpy_path_too():
     assert _integer_pairs(graph.edges) is not None
     assert _integer_pairs(set(graph.edges)) is not None
     assert Topology(graph.edges).edges == Topology(set(graph.edges)).edges == expected
+
+
+def test_a_social_graph_changed_in_place_is_read_again():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = _network(list(range(30)))
+    u, v = next((a, b) for a in range(30) for b in range(a + 1, 30)
+                if not net.social.has_edge(a, b))
+    link = Topology([(u, v)])
+    assert link.non_social_edges(net) == [(u, v)]
+    net.social.add_edge(u, v)
+    assert link.non_social_edges(net) == []
+    assert net.social_adjacency[net.index[u], net.index[v]] == 1.0

@@ -1173,23 +1173,30 @@ class Network:
             self._node_id_table = _id_table(self.nodes)
         return self._node_id_table
 
+    def _social_cache(self) -> dict[str, Any]:
+        """The social links as index arrays and sorted pair keys, computed once per state
+        of :attr:`social` (a graph changed in place, by its link count, is read again)."""
+        state = (id(self.social), self.social.number_of_edges())
+        cache = getattr(self, "_social_arrays", None)
+        if cache is None or cache["state"] != state:
+            rows, cols = self._link_ends(list(self.social.edges))
+            cache = {"state": state, "ends": (rows, cols),
+                     "keys": _sorted_unique(_pair_keys(rows, cols, self.n_devices))}
+            self._social_arrays = cache
+        return cache
+
     def _social_ends(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Row and column of every social link (each once), computed once."""
-        if not hasattr(self, "_social_link_ends"):
-            self._social_link_ends = self._link_ends(list(self.social.edges))
-        return self._social_link_ends
+        """Row and column of every social link (each once)."""
+        return self._social_cache()["ends"]
 
     def _is_social(self, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Whether each pair (rows[k], cols[k]) is a social link."""
-        if not hasattr(self, "_social_keys"):
-            social_rows, social_cols = self._social_ends()
-            self._social_keys = _sorted_unique(
-                _pair_keys(social_rows, social_cols, self.n_devices))
+        social = self._social_cache()["keys"]
         keys = _pair_keys(rows, cols, self.n_devices)
-        if len(self._social_keys) == 0:
+        if len(social) == 0:
             return np.zeros(len(keys), dtype=bool)
-        at = np.minimum(np.searchsorted(self._social_keys, keys), len(self._social_keys) - 1)
-        return self._social_keys[at] == keys
+        at = np.minimum(np.searchsorted(social, keys), len(social) - 1)
+        return social[at] == keys
 
     def require_connected(self) -> Network:
         """Raise :class:`~topokit.errors.DisconnectedGraphError` if G_s is disconnected."""
