@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any
 
@@ -57,11 +56,9 @@ def ndlf(net: Network) -> Topology:
     >>> ndlf(load_example("toy")).n_links
     7
     """
-    links = net.social.number_of_edges()
-    ends = np.fromiter(itertools.chain.from_iterable(
-        (net.index[u], net.index[v]) for u, v in net.social.edges),
-        dtype=np.int64, count=2 * links).reshape(links, 2)
-    ends = ends[np.isfinite(net.delay[ends[:, 0], ends[:, 1]])]
+    rows, cols = net._social_ends()
+    usable = np.isfinite(net.delay[rows, cols])
+    ends = np.column_stack([rows[usable], cols[usable]])
     nodes = np.asarray(net.nodes)
     if nodes.dtype.kind in "iu" and nodes.ndim == 1:  # a million links at numpy's pace
         return Topology(nodes[ends], ())

@@ -354,7 +354,8 @@ class Topology:
                 f"node {unknown[0]!r} is not in the network ({len(unknown)} unknown node(s))"
             )
             return problems
-        for u, v in self.non_social_edges(net):
+        for k in np.flatnonzero(~net._is_social(rows, cols)).tolist():
+            u, v = self.edges[k]  # the links' ends are looked up once, above
             missing = [node for node in (u, v) if node not in self.dp_devices]
             if missing:
                 problems.append(
