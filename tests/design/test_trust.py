@@ -12,6 +12,7 @@ from topokit.design.baselines import ndlf
 from topokit.design.time_predictor import predictor_within_fit, workload_clamps
 from topokit.design.trust import (
     FASTEST_MIXING_MAX_PROBE_ROUNDS,
+    UNRUN_REWIRING_MARGIN,
     measured_probe_rounds,
     mixing_for_trait,
     shipped_probe_rounds,
@@ -67,7 +68,10 @@ def test_a_model_never_measured_gets_the_safe_choices_and_one_line(siot16):
     assert "probe_rounds=" in messages[0] and "\n" not in messages[0]
     record = design.stats["workload"]
     assert record["decided_by"]["mixing"] == "lazy-metropolis"
-    assert design.stats["ndlf_margin"]["margin"] == 1.12
+    assert record["decided_by"]["ndlf_margin"] == 1.12
+    # No run of "mine" in the predictor: the search's noiseless pruned graph must clear more.
+    assert not design.topology.dp_devices
+    assert design.stats["ndlf_margin"]["margin"] == UNRUN_REWIRING_MARGIN
     # Predicted as the slowest-learning model fitted (the MLP), at the user's epsilon.
     assert record["clamped"]["probe_rounds"] == {"given": None, "used": 34.0}
     judged = design.predictor["record"]["settings"]["noise_multiplier"]
@@ -225,15 +229,22 @@ def test_dp_devices_for_a_model_without_runs_clear_the_safe_margin():
     with_dp = _Weighted(Topology([("A", "B")], ["A", "B"]), None, None)
     without_dp = _Weighted(Topology([("A", "B")]), None, None)
 
-    def margin(searched, model_name, **options):
+    def margin(searched, model_name, ndlf=None, **options):
         workload = Workload(model=model_name, **told)
-        return _margin_for(searched, 1.0, model, OptimizeOptions(workload=workload, **options))
+        return _margin_for(searched, 1.0, model, OptimizeOptions(workload=workload, **options),
+                           ndlf)
 
     assert has_runs_of(model, Workload(model="logreg")) and \
         not has_runs_of(model, Workload(model="rff"))
     assert margin(with_dp, "rff") == 1.12
     assert margin(with_dp, "logreg") == 1.0
     assert margin(without_dp, "rff") == 1.0
+    # Without DP devices: NDLF's links reweighted keep the margin, other links raise it.
+    ndlf_links = _Weighted(Topology([("A", "B"), ("B", "C")]), None, None)
+    assert margin(without_dp, "rff", ndlf=ndlf_links) == UNRUN_REWIRING_MARGIN
+    assert margin(without_dp, "rff", ndlf=without_dp) == 1.0
+    assert margin(without_dp, "logreg", ndlf=ndlf_links) == 1.0
+    assert margin(without_dp, "rff", ndlf=ndlf_links, ndlf_margin=1.0) == 1.0
     assert margin(with_dp, "rff", ndlf_margin=1.0) == 1.0
     calibrated = copy.deepcopy(load_predictor("default"))  # never the loader's own object
     calibrated.provenance_ = {**calibrated.provenance_,

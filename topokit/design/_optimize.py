@@ -83,6 +83,15 @@ the unseen-workload benchmark's networks (``python -m analyses.workload_unseen``
 one pruned social graph that was more than 2 % slower than NDLF (1.108x, a 128-unit MLP)
 was predicted 1.121x faster at epsilon 16 and 1.07x at epsilon 0.25, the same design.
 
+*A model the predictor has no run of.*  Its measured traits place it among the models
+fitted, but what it gains from a topology is then carried over from them
+(:func:`~topokit.design.trust.has_runs_of`).  A design with DP devices must clear the
+safe weights' margin, 1.12; one without DP devices that prunes NDLF's links, and so
+gains only by the better mixing the predictor carries over, must clear
+:data:`~topokit.design.trust.UNRUN_REWIRING_MARGIN` (1.4; its note gives the
+measurement).  NDLF with the design's weights is kept otherwise; a calibration on the
+model's own runs lifts both.
+
 4. *What strangers learn* (``max_stranger_mu``).  Partial DP protects a
    device against its direct neighbours only; its value reaches strangers
    through the gossip.  With a bound, a topology is admissible only when
@@ -168,7 +177,14 @@ from .time_predictor import (
     workload_clamps,
     workload_outside,
 )
-from .trust import SAFE_MIXING, has_runs_of, measured_probe_rounds, mixing_for_trait, warn_unplaced
+from .trust import (
+    SAFE_MIXING,
+    UNRUN_REWIRING_MARGIN,
+    has_runs_of,
+    measured_probe_rounds,
+    mixing_for_trait,
+    warn_unplaced,
+)
 from .workload import Workload, check_workload
 
 __all__ = ["optimize", "optimize_with_references", "default_mixing", "check_ndlf_margin",
@@ -671,7 +687,9 @@ def optimize(
         optimises the paper's model as it is).  A design with DP devices for
         a model the predictor has no run of (its traits measured, but no run
         fitted or calibrated on: :func:`~topokit.design.trust.has_runs_of`)
-        must clear at least the Lazy-Metropolis margin, 1.12.  A reference
+        must clear at least the Lazy-Metropolis margin, 1.12, and one without
+        DP devices whose links are not NDLF's (a pruned social graph) at least
+        :data:`~topokit.design.trust.UNRUN_REWIRING_MARGIN`, 1.4.  A reference
         design predicted faster than NDLF displaces it only when predicted
         faster by the margin too: its predicted advantage is as uncertain as
         the design's.  A design without DP devices must clear the margin at
@@ -898,7 +916,7 @@ def _optimize(net: Network, options: OptimizeOptions):
             social = _mixing_weights(objective, bound, social, mixing, base_seed,
                                      warm_start=searched.topology)
             weightings += 1
-    margin = _margin_for(searched, ndlf_margin, model, options)
+    margin = _margin_for(searched, ndlf_margin, model, options, social)
     result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
         scores, searched, social, margin, _least_gain_over_noise(objective, searched, social),
         dp_trusted=objective.allow_dp,
@@ -926,16 +944,22 @@ def _optimize(net: Network, options: OptimizeOptions):
 
 
 def _margin_for(searched: _Weighted, margin: float, model: Any,
-                options: OptimizeOptions) -> float:
-    """The NDLF margin the searched design must clear: the default one, raised to the safe
-    weights' (:data:`DEFAULT_NDLF_MARGINS`) for a design with DP devices when the
+                options: OptimizeOptions, ndlf: _Weighted | None = None) -> float:
+    """The NDLF margin the searched design must clear: the default one, raised when the
     predictor has no run of the workload's model (:func:`~topokit.design.trust.has_runs_of`:
-    its traits alone place it, and no run vouches for its DP devices); a margin the user
-    gives, and eq. (15), are kept as they are."""
+    its traits alone place it) to the safe weights' margin (:data:`DEFAULT_NDLF_MARGINS`)
+    for a design with DP devices, whose noise no run of the model vouches for, and to
+    :data:`~topokit.design.trust.UNRUN_REWIRING_MARGIN` for a design without any that
+    changes NDLF's links, whose gain is only the better mixing the predictor carries over
+    from other models.  A margin the user gives, and eq. (15), are kept as they are."""
     if (options.ndlf_margin is not None or isinstance(model, GlobalIteratePredictor)
-            or not searched.topology.dp_devices or has_runs_of(model, options.workload)):
+            or has_runs_of(model, options.workload)):
         return margin
-    return max(margin, DEFAULT_NDLF_MARGINS[SAFE_MIXING])
+    if searched.topology.dp_devices:
+        return max(margin, DEFAULT_NDLF_MARGINS[SAFE_MIXING])
+    if ndlf is not None and set(searched.topology.edges) != set(ndlf.topology.edges):
+        return max(margin, UNRUN_REWIRING_MARGIN)
+    return margin
 
 
 def _decided_by(model: Any, options: OptimizeOptions) -> dict[str, Any]:
