@@ -67,6 +67,7 @@ __all__ = [
     "save_network",
     "load_topology",
     "save_topology",
+    "load_schedule",
     "load_example",
     "list_examples",
     "Metrics",

@@ -37,7 +37,7 @@ def _topology(net, path: Path | None):
     if path is not None:
         from .design import _topology_for
 
-        return _topology_for(net, path), "given topology"
+        return _topology_for(net, path, "audit"), "given topology"
     if net.topology is not None:
         return net.topology, "stored topology"
     return (Topology(net.social.edges),

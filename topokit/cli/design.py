@@ -245,11 +245,40 @@ def _recorded_design(path: Path):
     return load_design(path) if isinstance(data, dict) and "topology" in data else None
 
 
-def _topology_for(net, path: Path):
-    """The topology file ``path``, checked against ``net``; errors name the file."""
+def _schedule_file(path: Path) -> bool:
+    """Whether ``path`` is a schedule file (:meth:`topokit.TopologySchedule.save`): a JSON
+    object with the key ``"topokit_schedule"``.  A file that cannot be read as JSON is not
+    (its reader says why)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "topokit_schedule" in data
+
+
+def _refuse_schedule(path: Path, command: str) -> None:
+    """``topokit COMMAND --topology``, which reads one static topology, refuses a schedule
+    file in one line naming what reads one."""
+    if _schedule_file(path):
+        why = {"analyze": "analyze's metrics (hitting time, spectral gap, predicted time) are "
+                          "those of one static topology"}.get(command, f"{command} reads one "
+                                                                       "static topology")
+        raise InvalidInputError(
+            f"--topology: {path} is a time-varying schedule, and {why}: train it, and audit "
+            "its rounds, with topokit validate NETWORK -t NAME=FILE, or audit it in Python "
+            "with topokit.privacy_audit(net, schedule, rounds=T)"
+        )
+
+
+def _topology_for(net, path: Path, command: str = "analyze"):
+    """The topology file ``path``, checked against ``net``; errors name the file (and
+    refuse a schedule file, which ``command`` cannot read)."""
     from ..network.formats import load_topology
 
     _check_topology_path(path)
+    _refuse_schedule(path, command)
     topology = load_topology(path)
     try:
         return topology.validate(net)

@@ -228,8 +228,8 @@ def _check_outputs_apart(output: Path | None, plot: Path | None, *, network: Pat
 
 
 class _FileEntry(NamedTuple):
-    """A ``NAME=FILE`` (or ``FILE.json``) entry of --topologies: a saved design or topology
-    to train as it is."""
+    """A ``NAME=FILE`` (or ``FILE.json``) entry of --topologies: a saved design, topology or
+    schedule to train as it is."""
 
     name: str
     path: Path
@@ -265,12 +265,14 @@ def _spec_strings(entries: Sequence[str | _FileEntry]) -> list[str]:
 
 
 def _file_topology(net, entry: _FileEntry):
-    """The design (with its noise and predictor) or topology of a file, checked against
-    ``net``; errors name the entry (and, for one the network cannot carry, say so)."""
+    """The design (with its noise and predictor), topology or schedule of a file, checked
+    against ``net``; errors name the entry (and, for one the network cannot carry, say so)."""
     from ..network.formats import load_topology
-    from .design import _check_topology_path, _recorded_design
+    from .design import _check_topology_path, _recorded_design, _schedule_file
 
     _check_topology_path(entry.path, "--topologies")
+    if _schedule_file(entry.path):
+        return _file_schedule(net, entry)
     try:
         topology = load_topology(entry.path)
         design = _recorded_design(entry.path)
@@ -286,10 +288,29 @@ def _file_topology(net, entry: _FileEntry):
         ) from None
 
 
+def _file_schedule(net, entry: _FileEntry):
+    """The schedule of a file (:meth:`topokit.TopologySchedule.save`), a generated one
+    rebuilt over ``net``, checked against ``net``; errors name the entry."""
+    from ..network.schedule import load_schedule
+
+    try:
+        schedule = load_schedule(entry.path, network=net)
+    except TopokitError as exc:
+        raise type(exc)(f"--topologies {entry.name}: {exc}") from None
+    try:
+        return schedule.validate(net)
+    except TopokitError as exc:
+        raise type(exc)(
+            f"--topologies {entry.name}: {entry.path} does not fit this network ({exc}); give "
+            "a schedule made for it"
+        ) from None
+
+
 def _topologies_to_train(net, topologies: str, entries: Sequence[str | _FileEntry]):
     """What validate trains over: --topologies as given, or, with design files among its
     entries, a dict name -> spec string, the file's Design (trained with the noise it
-    decided, predicted by its own predictor) or its Topology (in the order given)."""
+    decided, predicted by its own predictor), its Topology or its TopologySchedule (in the
+    order given)."""
     if not any(isinstance(entry, _FileEntry) for entry in entries):
         return topologies
     names = [entry.name if isinstance(entry, _FileEntry) else entry for entry in entries]
@@ -347,8 +368,8 @@ def validate_command(
              "(Takezawa et al.'s Base-(K+1) graph, max degree K) and epidemic:S (de Vos et "
              "al., S random peers a round), equistatic or equistatic:M (Song et al.'s "
              "U-EquiStatic, M ring offsets), random:K (K random valid topologies), NAME=FILE "
-             "or FILE.json (a design or topology file, trained as it is, named NAME or the "
-             "file's stem).",
+             "or FILE.json (a design, topology or schedule file, trained as it is, named NAME or "
+             "the file's stem).",
     ),
     dataset: str = typer.Option(
         None, "--dataset", help="digits, fashion-mnist:DIR or cifar10:DIR [default: digits]."

@@ -82,7 +82,8 @@ _SEARCH_AND_JUDGE = {
 # to print ``topokit --help``.
 _NETWORK_MODEL = {
     **{name: ("topokit.network.core", name) for name in ("Network", "Topology")},
-    "TopologySchedule": ("topokit.network.schedule", "TopologySchedule"),
+    **{name: ("topokit.network.schedule", name) for name in ("TopologySchedule",
+                                                             "load_schedule")},
     **{name: ("topokit.network.examples", name) for name in ("list_examples", "load_example")},
     **{name: ("topokit.network.formats", name) for name in (
         "load_network", "load_noise_multipliers", "load_topology", "save_network",

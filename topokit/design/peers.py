@@ -26,6 +26,13 @@ the static exponential graph, which joins what it loses with the fastest
 usable links, these sequences reach their exact average only with every link
 they prescribe.
 
+Every schedule here can be saved to a file, :meth:`TopologySchedule.save
+<topokit.network.TopologySchedule.save>`, and read back,
+:func:`~topokit.network.load_schedule`: the cyclic ones whole, epidemic
+learning as its rounds' generator (:class:`EpidemicRounds`, kept in
+:mod:`topokit.network.rounds`), its seed and its window, rebuilt over the
+network it was made for.
+
 The index-level constructions, :func:`one_peer_exponential_weights`,
 :func:`base_graph_weights` and :func:`equistatic_weights` (with the draw
 :func:`equistatic_offsets`), give the mixing matrices alone.
@@ -43,7 +50,8 @@ from numpy.typing import NDArray
 from .._checks import check_int
 from .._random import SeedLike, check_random_state
 from ..errors import InvalidInputError
-from ..network.core import Network, Topology, canonical_pair
+from ..network.core import Network, Topology
+from ..network.rounds import EpidemicRounds
 from ..network.schedule import TopologySchedule
 from .baselines import ring_order
 
@@ -183,6 +191,8 @@ def epidemic(net: Network, s: int, *, seed: SeedLike = None,
     TopologySchedule
         Generated, named ``"epidemic:s"``; its DP devices are every device
         with a usable pair outside the social graph (any round may draw it).
+        Its file (:meth:`TopologySchedule.save
+        <topokit.network.TopologySchedule.save>`) is rebuilt over ``net``.
 
     Raises
     ------
@@ -208,51 +218,6 @@ def epidemic(net: Network, s: int, *, seed: SeedLike = None,
             for node in (u, v)}
     return TopologySchedule(rounds, seed=seed, dp_devices=ends, window=window,
                             name=f"epidemic:{rounds.s}")
-
-
-@dataclass(frozen=True, repr=False)
-class EpidemicRounds:
-    """The rounds of :func:`epidemic`: ``rounds(t, rng)`` draws round t's topology.
-
-    Attributes
-    ----------
-    nodes : tuple
-        The devices, in node order.
-    peers : tuple of tuple of int
-        Each device's usable peers (indices into ``nodes``).
-    s : int
-        Peers each device sends to per round.
-    """
-
-    nodes: tuple
-    peers: tuple[tuple[int, ...], ...]
-    s: int
-
-    @classmethod
-    def over(cls, net: Network, s: int) -> EpidemicRounds:
-        """The rounds over ``net``'s usable pairs; refuses an ``s`` a device cannot reach."""
-        s = check_int(s, "s", low=1)
-        usable = np.isfinite(net.delay)
-        np.fill_diagonal(usable, False)
-        peers = tuple(tuple(int(j) for j in np.flatnonzero(row)) for row in usable)
-        fewest = min(range(net.n_devices), key=lambda i: len(peers[i]))
-        if len(peers[fewest]) < s:
-            raise InvalidInputError(
-                f"epidemic learning with s={s} sends to {s} peers a round, but device "
-                f"{net.nodes[fewest]!r} can reach only {len(peers[fewest])} (finite delay); use "
-                f"s <= {len(peers[fewest])}"
-            )
-        return cls(tuple(net.nodes), peers, s)
-
-    def __call__(self, t: int, rng: np.random.Generator) -> Topology:
-        pairs = set()
-        for i, candidates in enumerate(self.peers):  # node order: one draw sequence per seed
-            for k in rng.choice(len(candidates), size=self.s, replace=False):
-                pairs.add(canonical_pair(self.nodes[i], self.nodes[candidates[k]]))
-        return Topology(pairs, (), _metropolis_weights(pairs))
-
-    def __repr__(self) -> str:
-        return f"epidemic(s={self.s})"
 
 
 def equistatic(net: Network, m: int | None = None, *, seed: SeedLike = None) -> Topology:
@@ -331,15 +296,6 @@ def equistatic(net: Network, m: int | None = None, *, seed: SeedLike = None) -> 
                            lambda i, j: f"ring offset {min(j - i, n - j + i)}")
     ends = {node for u, v in links.non_social_edges(net) for node in (u, v)}
     return Topology(links.edges, ends, links.weights)
-
-
-def _metropolis_weights(pairs: set) -> dict:
-    """Metropolis-Hastings weights 1 / (1 + max(d_u, d_v)) of the links ``pairs``."""
-    degree: dict[Hashable, int] = {}
-    for u, v in pairs:
-        degree[u] = degree.get(u, 0) + 1
-        degree[v] = degree.get(v, 0) + 1
-    return {(u, v): 1.0 / (1 + max(degree[u], degree[v])) for u, v in pairs}
 
 
 def _usable_pairs(net: Network) -> list[tuple[Hashable, Hashable]]:

@@ -10,7 +10,9 @@ module                   what it holds
 :mod:`.quantities`       what every system needs of a topology: adjacency, link indices,
                          DP ends, the local iterate L (eq. 8)
 :mod:`.schedule`         :class:`TopologySchedule`: a time-varying topology, one topology
-                         (mixing matrix) per training round, cyclic or generated
+                         (mixing matrix) per training round, cyclic or generated; its
+                         files (:meth:`TopologySchedule.save`, :func:`load_schedule`)
+:mod:`.rounds`           round generators a schedule file can rebuild (epidemic learning)
 :mod:`.physical`         link delays and compute times (eq. 10-12)
 :mod:`.siot`             the Santander Social-IoT data and its generator
 :mod:`.examples`         bundled example networks
@@ -41,7 +43,7 @@ from .formats import (
     save_topology,
 )
 from .quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
-from .schedule import TopologySchedule
+from .schedule import TopologySchedule, load_schedule
 
 __all__ = [
     "Network",
@@ -56,6 +58,7 @@ __all__ = [
     "save_network",
     "load_topology",
     "save_topology",
+    "load_schedule",
     "load_noise_multipliers",
     "network_to_graph",
     "graph_to_network",

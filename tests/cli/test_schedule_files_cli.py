@@ -1,0 +1,76 @@
+"""``topokit validate -t NAME=FILE`` trains a saved schedule (TopologySchedule.save) as the
+Python API trains the schedule itself; a bad schedule file, or one given to a command that
+reads one static topology, exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from topokit import load_example
+from topokit.cli import app
+from topokit.design.peers import epidemic, one_peer_exponential
+from topokit.validation.core import validate
+
+from cli_errors import check_one_line
+
+runner = CliRunner()
+EXAMPLE = "siot16"  # every pair usable: the peers' links all exist
+RUN = dict(trials=1, rounds=12, targets=(0.8,), seed=3)
+
+
+def test_validate_trains_saved_schedules_as_the_api_trains_the_schedules(tmp_path):
+    net = load_example(EXAMPLE)
+    schedules = {"ope": one_peer_exponential(net), "epi": epidemic(net, 2, seed=17)}
+    for name, schedule in schedules.items():
+        schedule.save(tmp_path / f"{name}.json")
+    result = runner.invoke(app, [
+        "validate", "--example", EXAMPLE, "-t",
+        f"ope={tmp_path / 'ope.json'},{tmp_path / 'epi.json'},ndlf",
+        "--trials", "1", "--rounds", "12", "--targets", "0.8", "--seed", "3",
+        "-o", str(tmp_path / "runs.parquet"), "--json"])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_parquet(tmp_path / "runs.parquet")
+    expected = validate(net, {**schedules, "ndlf": "ndlf"}, **RUN)
+    pd.testing.assert_frame_equal(frame, expected.frame)
+    assert sorted(set(frame["topology"])) == ["epi", "ndlf", "ope"]
+    assert json.loads(result.stdout)["n_runs"] == 3
+
+
+def _bad_files(folder) -> dict[str, str]:
+    """name -> content of schedule files that validate must refuse."""
+    other = epidemic(load_example("siot32"), 1, seed=0)._file_data()
+    made = epidemic(load_example(EXAMPLE), 1, seed=0)._file_data()
+    return {
+        "empty.json": json.dumps({"topokit_schedule": 1, "topologies": []}),
+        "newer.json": json.dumps({"topokit_schedule": 7, "topologies": []}),
+        "kind.json": json.dumps({**made, "generator": {"kind": "mine"}}),
+        "other.json": json.dumps(other),
+        "apart.json": json.dumps({"topokit_schedule": 1, "topologies": [
+            {"edges": [[14608, 14765]], "dp_devices": []},
+            {"edges": [[14843, 14857]], "dp_devices": []}]}),
+    }
+
+
+@pytest.mark.parametrize("name, keywords", [
+    ("empty.json", ("--topologies empty", "empty.json", "non-empty list")),
+    ("newer.json", ("newer.json", "newer topokit")),
+    ("kind.json", ("kind.json", "unknown generator kind 'mine'")),
+    ("other.json", ("other.json", "made over another network")),
+    ("apart.json", ("apart.json", "disconnected")),
+])
+def test_a_bad_schedule_file_exits_2_in_one_line(name, keywords, tmp_path):
+    (tmp_path / name).write_text(_bad_files(tmp_path)[name])
+    check_one_line(["validate", "--example", EXAMPLE, "-t", f"{name[:-5]}={tmp_path / name}",
+                    "--trials", "1", "--rounds", "2"], *keywords)
+
+
+@pytest.mark.parametrize("command", ["analyze", "audit"])
+def test_a_command_of_one_static_topology_refuses_a_schedule_in_one_line(command, tmp_path):
+    path = one_peer_exponential(load_example(EXAMPLE)).save(tmp_path / "ope.json")
+    extra = ["-T", "5"] if command == "audit" else []
+    check_one_line([command, "--example", EXAMPLE, "-t", str(path), *extra],
+                   "time-varying schedule", "topokit validate NETWORK -t NAME=FILE")
