@@ -68,9 +68,29 @@ def test_a_bad_schedule_file_exits_2_in_one_line(name, keywords, tmp_path):
                     "--trials", "1", "--rounds", "2"], *keywords)
 
 
-@pytest.mark.parametrize("command", ["analyze", "audit"])
-def test_a_command_of_one_static_topology_refuses_a_schedule_in_one_line(command, tmp_path):
+def test_analyze_refuses_a_schedule_in_one_line(tmp_path):
     path = one_peer_exponential(load_example(EXAMPLE)).save(tmp_path / "ope.json")
-    extra = ["-T", "5"] if command == "audit" else []
-    check_one_line([command, "--example", EXAMPLE, "-t", str(path), *extra],
-                   "time-varying schedule", "topokit validate NETWORK -t NAME=FILE")
+    check_one_line(["analyze", "--example", EXAMPLE, "-t", str(path)],
+                   "time-varying schedule", "topokit validate NETWORK -t NAME=FILE",
+                   "topokit audit NETWORK -t FILE")
+
+
+@pytest.mark.parametrize("build", [one_peer_exponential, lambda net: epidemic(net, 2, seed=5)],
+                         ids=["one-peer-exponential", "epidemic"])
+def test_audit_of_a_saved_schedule_is_privacy_audit_of_the_schedule(build, tmp_path):
+    """Every pair's mu from the command equals the API's audit of the schedule in memory,
+    round t with its own links (and the rounds differ from the union's static audit)."""
+    from topokit import privacy_audit
+
+    net = load_example(EXAMPLE)
+    schedule = build(net)
+    path = schedule.save(tmp_path / "schedule.json")
+    result = runner.invoke(app, ["audit", "--example", EXAMPLE, "-t", str(path), "-T", "6",
+                                 "-z", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    expected = privacy_audit(net, schedule, rounds=6, noise_multiplier=2.0).to_dict()
+    assert shown["topology_source"] == "given schedule"
+    assert shown["mu"] == expected["mu"]
+    static = privacy_audit(net, schedule.union(6), rounds=6, noise_multiplier=2.0).to_dict()
+    assert shown["mu"] != static["mu"]

@@ -31,24 +31,30 @@ _AUDIT_OPTIONS = {"rounds": "--rounds", "noise_multiplier": "--noise-multiplier"
 
 
 def _topology(net, path: Path | None):
-    """The audited topology and where it came from: the file, the stored one, or NDLF."""
+    """The audited topology (or schedule) and where it came from: the file, the stored one,
+    or NDLF."""
     from ..network.core import Topology
 
     if path is not None:
-        from .design import _topology_for
+        from .design import _schedule_file, _schedule_for, _topology_for
 
-        return _topology_for(net, path, "audit"), "given topology"
+        if _schedule_file(path):
+            return _schedule_for(net, path, "--topology"), "given schedule"
+        return _topology_for(net, path), "given topology"
     if net.topology is not None:
         return net.topology, "stored topology"
     return (Topology(net.social.edges),
             "NDLF (the social graph, no DP device): the network stores no topology")
 
 
-def _noise(net, path: Path | None, noise_multiplier: float | None) -> tuple[object, str]:
+def _noise(net, path: Path | None, topology, noise_multiplier: float | None
+           ) -> tuple[object, str]:
     """--noise-multiplier, or the per-device levels of a design file when it is not given."""
+    from ..network.schedule import TopologySchedule
+
     if noise_multiplier is not None:
         return noise_multiplier, f"z = {noise_multiplier:g}"
-    if path is not None:
+    if path is not None and not isinstance(topology, TopologySchedule):
         from ..network.formats import load_noise_multipliers
 
         levels = load_noise_multipliers(path, net)  # _topology has read the file as a topology
@@ -68,12 +74,33 @@ def _check_audit_memory(net, topology, noise, rounds: int, model: str, workers: 
 
     from ._sizes import check_audit_memory
 
-    degrees = Counter(node for edge in topology.edges for node in edge)
+    links = _links_of(topology, rounds)
+    degrees = Counter(node for edge in links.edges for node in edge)
     levels = noise.values() if isinstance(noise, dict) else (
         [noise] * len(topology.dp_devices))
     check_audit_memory(net.n_devices, rounds, model=model, workers=workers,
                        degree=max(degrees.values(), default=0),
                        noisy=sum(1 for level in levels if level > 0))
+
+
+def _links_of(topology, rounds: int):
+    """The links a topology uses, or the union of a schedule's over the rounds audited."""
+    from ..network.schedule import TopologySchedule
+
+    return topology.union(rounds) if isinstance(topology, TopologySchedule) else topology
+
+
+def _described(topology, rounds: int) -> str:
+    """The links and DP devices of what is audited, in words."""
+    from ..network.schedule import TopologySchedule
+
+    links = _links_of(topology, rounds)
+    if not isinstance(topology, TopologySchedule):
+        return f"{links.n_links} links, {len(topology.dp_devices)} DP devices"
+    how = (f"generated, seed {topology.seed}" if topology.is_generated
+           else f"period {topology.period}")
+    return (f"a schedule ({how}) using {links.n_links} links over {rounds} rounds, "
+            f"{len(topology.dp_devices)} DP devices")
 
 
 def _check_options(rounds: int, noise_multiplier: float | None, delta: float | None,
@@ -98,7 +125,8 @@ def audit_command(
     example: str = ExampleOpt,
     topology: Path = typer.Option(
         None, "--topology", "-t",
-        help="Topology JSON, or a design JSON written by `topokit design -o` "
+        help="Topology JSON, a design JSON written by `topokit design -o`, or a schedule "
+             "JSON (TopologySchedule.save; round t audited with its own links) "
              "(default: the topology stored with the network, else NDLF)."),
     rounds: int = typer.Option(..., "--rounds", "-T", help="Rounds of gossip the observers watch."),
     noise_multiplier: float = typer.Option(
@@ -145,7 +173,7 @@ def audit_command(
                        example=example)
     net = resolve_network(network, example, show_loading=not as_json)
     chosen, source = _topology(net, topology)
-    noise, noise_text = _noise(net, topology, noise_multiplier)
+    noise, noise_text = _noise(net, topology, chosen, noise_multiplier)
     _check_audit_memory(net, chosen, noise, rounds, model, workers)
     with naming_options(_AUDIT_OPTIONS, {MEMORY_FIX: "audit fewer --rounds, or use fewer "
                                                      "--n-jobs (threads)"}), \
@@ -166,7 +194,7 @@ def audit_command(
     observer = ("the devices (they know their own noise draws)" if knows_own_noise
                 else "eavesdroppers on the links into each device")
     console.print(f"[bold]{net.name or network}[/]: {net.n_devices} devices, {source}; "
-                  f"{chosen.n_links} links, {len(chosen.dp_devices)} DP devices; "
+                  f"{_described(chosen, rounds)}; "
                   f"{AUDIT_MODEL_TEXT[model]}, T = {rounds} rounds, {noise_text}; "
                   f"observers: {observer}")
     console.print(metrics_table("privacy audit", {"audit": audit.summary()}))

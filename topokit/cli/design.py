@@ -258,27 +258,42 @@ def _schedule_file(path: Path) -> bool:
     return isinstance(data, dict) and "topokit_schedule" in data
 
 
-def _refuse_schedule(path: Path, command: str) -> None:
-    """``topokit COMMAND --topology``, which reads one static topology, refuses a schedule
-    file in one line naming what reads one."""
+def _refuse_schedule(path: Path) -> None:
+    """``topokit analyze --topology``, whose metrics are those of one static topology,
+    refuses a schedule file in one line naming the commands that read one."""
     if _schedule_file(path):
-        why = {"analyze": "analyze's metrics (hitting time, spectral gap, predicted time) are "
-                          "those of one static topology"}.get(command, f"{command} reads one "
-                                                                       "static topology")
         raise InvalidInputError(
-            f"--topology: {path} is a time-varying schedule, and {why}: train it, and audit "
-            "its rounds, with topokit validate NETWORK -t NAME=FILE, or audit it in Python "
-            "with topokit.privacy_audit(net, schedule, rounds=T)"
+            f"--topology: {path} is a time-varying schedule, and analyze's metrics (hitting "
+            "time, spectral gap, predicted time) are those of one static topology: train it "
+            "with topokit validate NETWORK -t NAME=FILE, audit it with topokit audit NETWORK "
+            "-t FILE --rounds T"
         )
 
 
-def _topology_for(net, path: Path, command: str = "analyze"):
+def _schedule_for(net, path: Path, label: str):
+    """The schedule file ``path`` (:meth:`topokit.TopologySchedule.save`), a generated one
+    rebuilt over ``net``, checked against ``net``; errors start with ``label``."""
+    from ..network.schedule import load_schedule
+
+    try:
+        schedule = load_schedule(path, network=net)
+    except TopokitError as exc:
+        raise type(exc)(f"{label}: {exc}") from None
+    try:
+        return schedule.validate(net)
+    except TopokitError as exc:
+        raise type(exc)(
+            f"{label}: {path} does not fit this network ({exc}); give a schedule made for it"
+        ) from None
+
+
+def _topology_for(net, path: Path):
     """The topology file ``path``, checked against ``net``; errors name the file (and
-    refuse a schedule file, which ``command`` cannot read)."""
+    refuse a schedule file, which analyze cannot read)."""
     from ..network.formats import load_topology
 
     _check_topology_path(path)
-    _refuse_schedule(path, command)
+    _refuse_schedule(path)
     topology = load_topology(path)
     try:
         return topology.validate(net)

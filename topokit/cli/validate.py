@@ -268,11 +268,11 @@ def _file_topology(net, entry: _FileEntry):
     """The design (with its noise and predictor), topology or schedule of a file, checked
     against ``net``; errors name the entry (and, for one the network cannot carry, say so)."""
     from ..network.formats import load_topology
-    from .design import _check_topology_path, _recorded_design, _schedule_file
+    from .design import _check_topology_path, _recorded_design, _schedule_file, _schedule_for
 
     _check_topology_path(entry.path, "--topologies")
     if _schedule_file(entry.path):
-        return _file_schedule(net, entry)
+        return _schedule_for(net, entry.path, f"--topologies {entry.name}")
     try:
         topology = load_topology(entry.path)
         design = _recorded_design(entry.path)
@@ -285,24 +285,6 @@ def _file_topology(net, entry: _FileEntry):
         raise type(exc)(
             f"--topologies {entry.name}: {entry.path} does not fit this network ({exc}); give "
             "a design or topology made for it (topokit design NETWORK -o design.json)"
-        ) from None
-
-
-def _file_schedule(net, entry: _FileEntry):
-    """The schedule of a file (:meth:`topokit.TopologySchedule.save`), a generated one
-    rebuilt over ``net``, checked against ``net``; errors name the entry."""
-    from ..network.schedule import load_schedule
-
-    try:
-        schedule = load_schedule(entry.path, network=net)
-    except TopokitError as exc:
-        raise type(exc)(f"--topologies {entry.name}: {exc}") from None
-    try:
-        return schedule.validate(net)
-    except TopokitError as exc:
-        raise type(exc)(
-            f"--topologies {entry.name}: {entry.path} does not fit this network ({exc}); give "
-            "a schedule made for it"
         ) from None
 
 
