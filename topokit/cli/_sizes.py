@@ -28,13 +28,18 @@ Loading a network file (every command that reads one, before it is read)
     6-20 % of the pairs social; the JSON's Python floats, the social graph and
     the arrays built from them; 100 n^2 for random delays at 2,000 devices),
     the same for the one-value-a-line and the compact layout of
-    :func:`topokit.network.save_network`.  Delays computed from positions: 25
-    n^2 at 4,000 and 8,000 devices with few links, 26 n^2; the social links
-    add about 310-335 bytes each in JSON (SIoT files of 1,000 to 5,000
-    devices, 126,000 to 1.39 million links: 65, 229 and 1,029 MiB), 350, and
-    about 1,000 in GraphML (146, 473 and 1,765 MiB), 1,050.  Sparse delays
-    (a default and the pairs that differ): the positions' 26 n^2 and links'
-    350, and 192 bytes per listed pair (SIoT files of 1,000 and 2,000 devices
+    :func:`topokit.network.save_network`.  Delays computed from positions (a
+    file that stores none): loading keeps the positions and the radio model,
+    and the n x n delays are computed, a block of rows at a time, when the
+    command first reads them, as ``analyze`` and ``design`` do: the matrix
+    and a block's temporaries, 10 n^2, and the social links about 600 bytes
+    each in JSON (peak resident above the interpreter after reading the
+    delays, SIoT files of 2,000, 5,000 and 10,000 devices with 0.41, 1.39 and
+    2.38 million links: 294, 1,010 and 2,159 MiB), 650, and about 1,070 in
+    GraphML (1,614 MiB at 5,000 devices, its peak while the XML is parsed),
+    1,050.  Sparse delays (a default and the pairs that differ, built into an
+    n x n matrix that the network checks in a copy): 26 n^2, 350 bytes a
+    link, and 192 bytes per listed pair (SIoT files of 1,000 and 2,000 devices
     with 125,000 and 525,000 listed pairs), 200.  ``analyze``'s metrics stay
     below the loading peak (``--audit-rounds 0``: 0.63 GB resident at 1,500
     devices, 1.15 GB at 3,000).
@@ -60,26 +65,29 @@ Loading a network file (every command that reads one, before it is read)
     The designs they make (``design_memory``: optimize for ``probe`` and the
     optimize spec, exact AutoTag on one thread for the autotag and erg specs).
 ``topokit generate siot``
-    The network, built from its n x n delays: the delays, the network's
-    checked copy and the checks' temporaries, 25 n^2, and the social graph
-    and the generator's link lists, about 450 bytes a link.  Its file stores
-    no delays (the positions and the radio model give them), so writing it
-    adds nothing to that peak, and grows with the devices and links: about
-    150 bytes a device and 33-35 a link in JSON (a node-link record a line),
-    43 a link in GraphML (whose writer holds an XML element per link,
-    about 500 bytes more a link).  The SIoT generator's links per device grow,
+    The network keeps its positions and radio model, not its n x n delays
+    (they are computed when first read, and generating reads none), and its
+    file stores no delays: the peak is the social graph, the generator's
+    link lists and the network's index arrays of the links, about 400 bytes
+    a link (resident peak above the command's 189 MiB at 16 devices: 148,
+    530, 916 and 1,912 MiB at 2,000, 5,000, 10,000 and 20,000 devices, with
+    0.41, 1.39, 2.38 and 4.90 million links: 380-410 bytes a link), 450.
+    The file grows with the devices and links: about 150 bytes a device and
+    33-35 a link in JSON (a node-link record a line), 43 a link in GraphML
+    (whose writer holds an XML element per link: 1,451 MiB at 5,000
+    devices, about 700 bytes more a link).  The SIoT generator's links per device grow,
     then level off as its synthetic city grows with the devices at a constant
     density: 85, 126, 203, 278 and 225 at 500, 1,000, 2,000, 5,000 and 16,000
     devices (3.8, 4.0, 4.6, 3.9 and 1.8 n^1.5 links); a smaller
     ``--metres-per-unit`` links more, 1.2 to 1.5 times as many at half the
     default.  Estimate: the smaller of 4.6 n^1.5 and 300 n links, times the
-    default scale over the given one, at most every pair.  Measured (resident
-    peak above the command's 190 MiB at 16 devices, file): 47 MiB and 4.3 MB at
-    1,000 devices, 203 MiB and 14.5 MB at 2,000, 955 MiB and 49.3 MB at 5,000
-    (GraphML: 121 MiB and 5.3 MB, 443 MiB and 17.8 MB, 1,589 MiB and 61 MB);
-    when the file stored the delays: 87 MiB and 10.9 MB, 341 MiB and 40.1 MB,
-    1,334 MiB and 202 MB.  ``generate`` refuses a network that it, or loading
-    its file (``analyze``, ``design``), cannot hold.
+    default scale over the given one, at most every pair.  Files: 4.3 MB at
+    1,000 devices, 14.5 MB at 2,000, 49.3 MB at 5,000 (GraphML: 5.3, 17.8 and
+    61 MB).  When the network was built from its n x n delays (25 n^2 more at
+    the peak) the peaks were 203 and 955 MiB at 2,000 and 5,000 devices, and
+    20,000 devices needed about 10 GB.  ``generate`` refuses a network that
+    it, or loading its file (``analyze``, ``design``, which read the delays),
+    cannot hold.
 """
 
 from __future__ import annotations
@@ -114,7 +122,6 @@ __all__ = [
     "siot_links",
     "siot_memory",
     "siot_file_bytes",
-    "SIOT_BYTES_PER_PAIR",
     "SIOT_BYTES_PER_LINK",
     "SIOT_GRAPHML_BYTES_PER_LINK",
     "SIOT_FILE_BYTES_PER_DEVICE",
@@ -125,12 +132,11 @@ __all__ = [
     "SIOT_LINKS_PER_DEVICE",
 ]
 
-#: Peak bytes of ``topokit generate siot`` per n^2: the delays and the network's copy.
-SIOT_BYTES_PER_PAIR = 25.0
-#: The same per social link: the social graph and the generator's link lists.
+#: Peak bytes of ``topokit generate siot`` per social link: the social graph, the generator's
+#: link lists and the network's link arrays (it holds no n x n delays).
 SIOT_BYTES_PER_LINK = 450.0
 #: More per link with a GraphML ``--output``: its writer's XML element of each link.
-SIOT_GRAPHML_BYTES_PER_LINK = 500.0
+SIOT_GRAPHML_BYTES_PER_LINK = 700.0
 #: Bytes of a written network file (it stores no delays) per device.
 SIOT_FILE_BYTES_PER_DEVICE = 150.0
 #: The same per social link, in JSON (a node-link record a line) and in GraphML.
@@ -151,13 +157,16 @@ _REFERENCE_TEMPORARIES = 25.0
 _REFERENCE_PEAK_PER_PAIR = 480.0
 _REFERENCE_HELD_PER_PAIR = 150.0
 _SEARCH_PER_THREAD = 80.0
-# Loading a network file: per n^2 (a stored matrix; from positions or a sparse form), per
-# social link (JSON, GraphML) and per listed pair of the sparse form.
+# Loading a network file: per n^2 (a stored matrix; a sparse form), per social link (JSON,
+# GraphML) and per listed pair of the sparse form; a file of the model's delays: per n^2 (the
+# delays once read) and per link in JSON (GraphML: as above).
 _LOAD_DELAYS = 100.0
 _LOAD_POSITIONS = 26.0
 _LOAD_LINK = 350.0
 _LOAD_GRAPHML_LINK = 1050.0
 _LOAD_LISTED = 200.0
+_LOAD_MODEL = 10.0
+_LOAD_MODEL_LINK = 650.0
 # A network file of fewer devices stores the n x n delays one value a line (bytes per n^2,
 # links as node-link records).
 _SMALL_FILE_PER_PAIR = 30.0
@@ -241,6 +250,9 @@ class NetworkFileSize:
         n2 = float(self.n_devices) ** 2
         if self.delays and not self.sparse:  # measured with the links of SIoT files
             return _LOAD_DELAYS * n2
+        if not self.delays:  # the model's: the matrix computed when the command reads it
+            per_link = _LOAD_GRAPHML_LINK if self.graphml else _LOAD_MODEL_LINK
+            return _LOAD_MODEL * n2 + per_link * self.links
         per_link = _LOAD_GRAPHML_LINK if self.graphml else _LOAD_LINK
         return _LOAD_POSITIONS * n2 + per_link * self.links + _LOAD_LISTED * self.listed
 
@@ -587,8 +599,7 @@ def siot_links(n_devices: int, *, closer: float = 1.0) -> float:
 def siot_memory(n_devices: int, *, graphml: bool = False, closer: float = 1.0) -> float:
     """Peak bytes of ``topokit generate siot`` on ``n_devices`` (see the module docstring)."""
     per_link = SIOT_BYTES_PER_LINK + (SIOT_GRAPHML_BYTES_PER_LINK if graphml else 0.0)
-    return (SIOT_BYTES_PER_PAIR * float(n_devices) ** 2
-            + per_link * siot_links(n_devices, closer=closer))
+    return per_link * siot_links(n_devices, closer=closer)
 
 
 def siot_file_bytes(n_devices: int, *, graphml: bool = False, closer: float = 1.0,
@@ -620,10 +631,10 @@ def siot_devices_help() -> str:
             f"links, not the delays (the radio model gives them): about "
             f"{siot_file_bytes(5000) / 1e6:.0f} MB at 5,000 devices (.json; "
             f"{siot_file_bytes(5000, compressed=True) / 1e6:.0f} MB as .json.gz).  Generating "
-            f"it, and "
-            f"loading it later, hold the n x n delays ({SIOT_BYTES_PER_PAIR:g} bytes of memory "
-            f"a pair) and the social graph (about {SIOT_BYTES_PER_LINK:g} bytes a link): "
-            f"{_gib(need(5000))} at 5,000 devices.  A count beyond the memory available "
+            f"it holds the social graph (about {SIOT_BYTES_PER_LINK:g} bytes of memory a "
+            f"link); loading it later, to design or analyze, also the n x n delays "
+            f"({_LOAD_MODEL:g} bytes a pair): {_gib(need(5000))} at 5,000 devices.  A count "
+            f"beyond the memory available "
             f"(about {fits:,} devices with 20 GiB) or the disk is refused up front.")
 
 
@@ -655,11 +666,11 @@ def check_siot_size(n_devices: int, output: Path, *, closer: float = 1.0) -> Non
     fits = max(1, fits - fits % 100 if fits > 1000 else fits)
     links = f"about {siot_links(n_devices, closer=closer):,.0f} social links"
     if max(generating, loading) > available:
-        doing = ("generating it" if generating >= loading
-                 else "loading its file (analyze, design)")
+        doing, holds = (("generating it", links) if generating >= loading else
+                        ("loading its file (analyze, design)",
+                         f"its {n_devices:,} x {n_devices:,} delays and {links}"))
         what = (f"{doing} needs about {_gib(max(generating, loading))} of memory (an estimate: "
-                f"its {n_devices:,} x {n_devices:,} delays and {links}), more than the "
-                f"{_gib(available)} available")
+                f"{holds}), more than the {_gib(available)} available")
     else:
         what = (f"its file (the devices and {links}) needs about {_gib(disk(n_devices))} of "
                 f"disk, more than the {_gib(free)} free where --output goes")

@@ -785,10 +785,11 @@ def generate_siot(
     """A synthetic Social-IoT network with the Santander data set's structure.
 
     The network file holds the devices, their positions and social links (the
-    radio model gives the delays), but generating the network, and loading its
-    file later, hold every pair's delay: a network that cannot be generated
-    and written here, or whose file could not be loaded here, is refused
-    before it is generated, with the estimate.
+    radio model gives the delays).  Generating it holds its social graph but
+    no pair's delay; loading its file later to design or analyze also holds
+    every pair's delay: a network that cannot be generated and written here,
+    or whose file could not be loaded here, is refused before it is
+    generated, with the estimate.
     """
     from .._checks import check_int, check_positive
     from ..network.core import NETWORK_SUFFIXES, network_suffix
@@ -808,7 +809,7 @@ def generate_siot(
         metres_per_unit = DEFAULT_METRES_PER_UNIT
     check_positive(metres_per_unit, "--metres-per-unit")
     check_siot_size(devices, output, closer=DEFAULT_METRES_PER_UNIT / metres_per_unit)
-    # Both grow with the square of --devices (every pair's delay): minutes on thousands.
+    # Both grow with the social links (no pair's delay is computed): a minute at 20,000.
     small = devices < REPORTED_FROM_DEVICES
     with naming_options({"n_devices": "--devices", "metres_per_unit": "--metres-per-unit"},
                         {NO_COMPONENT_FIX: "Ask for fewer --devices, or a smaller "

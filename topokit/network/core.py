@@ -362,7 +362,7 @@ class Topology:
                     f"link {u!r}-{v!r} is not a social link, so both ends must add DP noise; "
                     f"{', '.join(repr(m) for m in missing)} is not a DP device"
                 )
-        for k in np.flatnonzero(~np.isfinite(net.delay[rows, cols])).tolist():
+        for k in np.flatnonzero(~np.isfinite(net._delays_at(rows, cols))).tolist():
             u, v = self.edges[k]
             problems.append(
                 f"link {u!r}-{v!r} has infinite delay: the physical network cannot connect it"
@@ -977,7 +977,14 @@ class Network:
         self.index: dict[Hashable, int] = {node: i for i, node in enumerate(self.nodes)}
         n = len(self.nodes)
         self.compute_time = physical.compute_seconds(compute_time, self.nodes)
-        self.delay = self._check_delay(delay, n)
+        # Delays of the physical model stay its settings until read (:attr:`delay`): a
+        # network file of them stores none, and n^2 of them may not fit in memory.
+        self._delay_model = delay if isinstance(delay, physical._ModelDelays) else None
+        self._delay_matrix = (None if self._delay_model is not None
+                              else self._check_delay(delay, n))
+        if self._delay_model is not None and self._delay_model.n != n:
+            raise InvalidInputError(
+                f"delay must have shape ({n}, {n}); got {(self._delay_model.n,) * 2}")
         self._check_link_times()
         self.positions = None if positions is None else self._check_positions(positions, n)
         self.name = name
@@ -986,6 +993,34 @@ class Network:
         self.topology = None if topology is None else topology.validate(self)
         if not getattr(self, "_announced", False):  # a copy's links were announced already
             self._warn_unusable_social_links()
+
+    @property
+    def delay(self) -> NDArray[np.float64]:
+        """Communication time d_ij of every pair (read-only, node order, ``inf``: no link).
+
+        A network built from positions (:meth:`from_positions`, a network
+        file that stores no delays) computes them from its physical model when
+        first read, then keeps them: the same floats, bit for bit.
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> net = Network.from_positions(nx.path_graph(3), [[0, 0], [50, 0], [500, 0]])
+        >>> net.delay.round(3).tolist()
+        [[0.0, 0.443, 37.6], [0.443, 0.0, 37.6], [37.6, 37.6, 0.0]]
+        """
+        if self._delay_matrix is None:
+            matrix = self._delay_model.matrix()
+            matrix.flags.writeable = False
+            self._delay_matrix = matrix
+        return self._delay_matrix
+
+    def _delays_at(self, rows: NDArray[np.int64], cols: NDArray[np.int64]
+                   ) -> NDArray[np.float64]:
+        """``delay[rows, cols]``, without computing the matrix when it is not yet."""
+        if self._delay_matrix is None:
+            return self._delay_model.at(rows, cols)
+        return self._delay_matrix[rows, cols]
 
     @property
     def unusable_social_links(self) -> list[tuple[Hashable, Hashable]]:
@@ -1007,7 +1042,7 @@ class Network:
         [(0, 2)]
         """
         rows, cols = self._social_ends()
-        unusable = np.flatnonzero(~np.isfinite(self.delay[rows, cols])).tolist()
+        unusable = np.flatnonzero(~np.isfinite(self._delays_at(rows, cols))).tolist()
         pairs = {canonical_pair(self.nodes[rows[k]], self.nodes[cols[k]]) for k in unusable}
         return sorted(pairs, key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1])))
 
@@ -1051,9 +1086,14 @@ class Network:
 
     def _check_link_times(self) -> None:
         """Refuse times so large that d_ij + max(r_i, r_j) overflows (it would read as no link)."""
-        finite = self.delay[np.isfinite(self.delay)]
         with np.errstate(over="ignore"):
-            largest = finite.max(initial=0.0) + self.compute_time.max(initial=0.0)
+            slowest = self.compute_time.max(initial=0.0)
+            # The model's bound on its delays settles it without them, unless it overflows.
+            if (self._delay_matrix is None
+                    and np.isfinite(self._delay_model.largest() + slowest)):
+                return
+            finite = self.delay[np.isfinite(self.delay)]
+            largest = finite.max(initial=0.0) + slowest
         if not np.isfinite(largest):
             raise InvalidInputError(
                 "delay and compute_time are too large: d_ij + max(r_i, r_j) overflows to "
@@ -1092,7 +1132,11 @@ class Network:
 
         Pairs closer than ``wifi_range_m`` use Wi-Fi at 72.2 Mb/s; others use
         LTE-M at the slower end's category (Cat-M1 0.851 Mb/s, Cat-M2 3.404 Mb/s,
-        our reading of Table I; see :mod:`topokit.physical`).
+        our reading of Table I; see :mod:`topokit.physical`).  The network keeps
+        the positions and these settings and computes its n x n delays when
+        :attr:`delay` is first read (bit for bit
+        :func:`~topokit.network.physical.pairwise_delays`); its checks, and
+        writing its file, read the delays of its social links alone.
 
         Parameters
         ----------
@@ -1111,7 +1155,7 @@ class Network:
             positions = [positions[node] for node in nodes]
         coords = cls._check_positions(positions, len(nodes))
         categories = [lte[node] for node in nodes] if isinstance(lte, Mapping) else lte
-        delay = physical.pairwise_delays(
+        delay = physical._ModelDelays(  # computed when first read (:attr:`delay`)
             coords,
             model_size_mb=model_size_mb,
             lte=categories,
@@ -1236,10 +1280,13 @@ class Network:
         # The same social links and delays: their warning was given when this one was built.
         copy._announced = True
         copy.__init__(
-            self.social, self.compute_time, self.delay, positions=self.positions,
-            topology=topology, name=self.name, physical_model=self.physical_model,
-            class_counts=class_counts,
+            self.social, self.compute_time,
+            self._delay_matrix if self._delay_model is None else self._delay_model,
+            positions=self.positions, topology=topology, name=self.name,
+            physical_model=self.physical_model, class_counts=class_counts,
         )
+        if copy._delay_matrix is None:  # the same model: its delays once computed, shared
+            copy._delay_matrix = self._delay_matrix
         return copy
 
     def __repr__(self) -> str:
@@ -1257,11 +1304,18 @@ class Network:
             self.nodes == other.nodes
             and set(map(frozenset, self.social.edges)) == set(map(frozenset, other.social.edges))
             and np.array_equal(self.compute_time, other.compute_time)
-            and np.array_equal(self.delay, other.delay)
+            and self._same_delays(other)
             and _optional_equal(self.positions, other.positions)
             and _optional_equal(self.class_counts, other.class_counts)
             and self.topology == other.topology
         )
+
+    def _same_delays(self, other: Network) -> bool:
+        """Whether the delays are equal; the same model's without computing them."""
+        mine, theirs = self._delay_model, other._delay_model
+        if mine is not None and theirs is not None and mine.same(theirs):
+            return True
+        return np.array_equal(self.delay, other.delay)
 
     __hash__ = None  # mutable graph inside
 

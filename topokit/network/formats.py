@@ -333,10 +333,11 @@ def _model_settings(model: Any) -> dict[str, Any]:
     }
 
 
-def _delays_from_positions(positions: list[list[float]], model: Any) -> NDArray[np.float64]:
-    """The delays of the paper's physical model at ``positions`` (no delays in the file)."""
+def _delays_from_positions(positions: list[list[float]], model: Any) -> physical._ModelDelays:
+    """The delays of the paper's physical model at ``positions`` (no delays in the file),
+    settings checked now, computed when the network's delays are first read."""
     try:
-        return physical.pairwise_delays(np.array(positions), **_model_settings(model))
+        return physical._ModelDelays(np.array(positions), **_model_settings(model))
     except InputFileError:
         raise
     except InvalidInputError as exc:
@@ -792,10 +793,12 @@ def _model_gives(net: Network) -> bool:
     try:
         # The model as the loader reads it back: JSON's values, the model's defaults.
         model = json.loads(json.dumps(record))
-        blocks = physical.pairwise_delay_blocks(np.array(net.positions),
-                                                **_model_settings(model))
+        loaded = physical._ModelDelays(np.array(net.positions), **_model_settings(model))
     except (TypeError, ValueError):  # not JSON, or settings the loader refuses
         return False
+    if net._delay_model is not None and loaded.same(net._delay_model):
+        return True  # the network's delays are this model's, not computed yet (or ever)
+    blocks = loaded.blocks()
     bits = _bits(net.delay)
     return all(np.array_equal(_bits(block), bits[start:start + block.shape[0]])
                for start, block in blocks)

@@ -15,9 +15,10 @@ RPi2 770 s, RPi3 312 s, RPi4 114 s.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .._checks import check_choice, check_nonnegative, check_positive, shown
 from ..errors import InvalidInputError
@@ -32,6 +33,7 @@ __all__ = [
     "transfer_seconds",
     "pairwise_delays",
     "pairwise_delay_blocks",
+    "pair_delays",
     "compute_seconds",
 ]
 
@@ -96,13 +98,8 @@ def pairwise_delays(
     ndarray of shape (n, n)
         Symmetric, zero diagonal, ``inf`` for unreachable pairs.
     """
-    blocks = pairwise_delay_blocks(positions, model_size_mb=model_size_mb, lte=lte,
-                                   wifi_range_m=wifi_range_m, max_range_m=max_range_m)
-    n = np.shape(positions)[0]
-    delay = np.empty((n, n))  # the only n x n array: the rest is a block of rows at a time
-    for start, block in blocks:
-        delay[start:start + block.shape[0]] = block
-    return delay
+    return _ModelDelays(positions, model_size_mb=model_size_mb, lte=lte,
+                        wifi_range_m=wifi_range_m, max_range_m=max_range_m).matrix()
 
 
 def pairwise_delay_blocks(
@@ -133,15 +130,141 @@ def pairwise_delay_blocks(
     >>> bool(np.array_equal(rows, pairwise_delays(positions)))
     True
     """
-    model_size_mb = check_positive(model_size_mb, "model_size_mb")
-    wifi_range_m = check_nonnegative(wifi_range_m, "wifi_range_m")
-    if max_range_m is not None:
-        max_range_m = check_nonnegative(max_range_m, "max_range_m")
-    positions = np.asarray(positions, dtype=np.float64)  # as pdist reads them
-    rates = _lte_rates(lte, positions.shape[0])
-    return _delay_blocks(positions, model_size_mb * 8.0 / rates,
-                         transfer_seconds(model_size_mb, WIFI_RATE_MBPS), wifi_range_m,
-                         max_range_m)
+    return _ModelDelays(positions, model_size_mb=model_size_mb, lte=lte,
+                        wifi_range_m=wifi_range_m, max_range_m=max_range_m).blocks()
+
+
+def pair_delays(
+    positions: NDArray[np.float64],
+    rows: ArrayLike,
+    cols: ArrayLike,
+    *,
+    model_size_mb: float = REFERENCE_MODEL_MB,
+    lte: str | Sequence[str] = "cat-m1",
+    wifi_range_m: float = WIFI_RANGE_M,
+    max_range_m: float | None = None,
+) -> NDArray[np.float64]:
+    """The entries ``[rows[k], cols[k]]`` of :func:`pairwise_delays`, without the n x n matrix.
+
+    The same floats bit for bit, computed pair by pair (what the delays of a
+    network's social links cost: their count, not n^2).
+
+    Parameters
+    ----------
+    positions : ndarray of shape (n, 2)
+        Device positions in metres.
+    rows, cols : array-like of int
+        The pairs' ends, positions in ``positions``.
+    model_size_mb, lte, wifi_range_m, max_range_m
+        As :func:`pairwise_delays` takes them.
+
+    Returns
+    -------
+    ndarray of shape (len(rows),)
+
+    Examples
+    --------
+    >>> positions = np.array([[0.0, 0.0], [50.0, 0.0], [500.0, 0.0]])
+    >>> pair_delays(positions, [0, 0, 2], [1, 2, 2]).tolist()
+    [0.44321329639889195, 37.6, 0.0]
+    >>> bool(pairwise_delays(positions)[0, 2] == pair_delays(positions, [0], [2])[0])
+    True
+    """
+    return _ModelDelays(positions, model_size_mb=model_size_mb, lte=lte,
+                        wifi_range_m=wifi_range_m, max_range_m=max_range_m).at(rows, cols)
+
+
+class _ModelDelays:
+    """The delays of the physical model at given positions, its settings checked as
+    :func:`pairwise_delays` checks them, computed only when asked: as the matrix, a block
+    of rows at a time or at given pairs, every way the same floats.
+
+    What a :class:`~topokit.network.Network` built from positions keeps instead of its
+    n x n delays until they are read.  Holds n positions and n per-device LTE-M delays.
+    """
+
+    def __init__(self, positions: ArrayLike, *, model_size_mb: float, lte: str | Sequence[str],
+                 wifi_range_m: float, max_range_m: float | None):
+        model_size_mb = check_positive(model_size_mb, "model_size_mb")
+        wifi_range_m = check_nonnegative(wifi_range_m, "wifi_range_m")
+        if max_range_m is not None:
+            max_range_m = check_nonnegative(max_range_m, "max_range_m")
+        self.positions = np.asarray(positions, dtype=np.float64)  # as pdist reads them
+        rates = _lte_rates(lte, self.positions.shape[0])
+        # A pair's LTE-M delay is its slower end's: model_size_mb * 8 / rate of each device.
+        self.device_delay = model_size_mb * 8.0 / rates
+        self.wifi_delay = transfer_seconds(model_size_mb, WIFI_RATE_MBPS)
+        self.wifi_range_m = wifi_range_m
+        self.max_range_m = max_range_m
+
+    @property
+    def n(self) -> int:
+        return self.positions.shape[0]
+
+    def blocks(self) -> Iterator[tuple[int, NDArray[np.float64]]]:
+        """The rows of the matrix, a block at a time (:func:`pairwise_delay_blocks`)."""
+        return _delay_blocks(self.positions, self.device_delay, self.wifi_delay,
+                             self.wifi_range_m, self.max_range_m)
+
+    def matrix(self) -> NDArray[np.float64]:
+        """The n x n delays (:func:`pairwise_delays`)."""
+        delay = np.empty((self.n, self.n))  # the only n x n array: the rest is a block at a time
+        for start, block in self.blocks():
+            delay[start:start + block.shape[0]] = block
+        return delay
+
+    def at(self, rows: ArrayLike, cols: ArrayLike) -> NDArray[np.float64]:
+        """The delays of the pairs (rows[k], cols[k]): the matrix's entries, bit for bit."""
+        rows = np.asarray(rows, dtype=np.intp).ravel()
+        cols = np.asarray(cols, dtype=np.intp).ravel()
+        if rows.shape != cols.shape:
+            raise InvalidInputError(f"rows and cols must be as long; got {len(rows)} and "
+                                    f"{len(cols)}")
+        delays = np.empty(len(rows))
+        for start in range(0, len(rows), _PAIRS):  # a million pairs at a time: bounded memory
+            stop = start + _PAIRS
+            delays[start:stop] = _pair_block(self, rows[start:stop], cols[start:stop])
+        return delays
+
+    def largest(self) -> float:
+        """A bound on the largest finite delay: the Wi-Fi delay or an end's LTE-M delay."""
+        candidates = np.append(self.device_delay, self.wifi_delay)
+        return float(candidates[np.isfinite(candidates)].max(initial=0.0))
+
+    def same(self, other: _ModelDelays) -> bool:
+        """Whether ``other`` gives the same delays by construction: the same positions,
+        per-device and Wi-Fi delays and ranges, bit for bit."""
+        def bits(value: Any) -> bytes:
+            return np.ascontiguousarray(value, dtype=np.float64).tobytes()
+
+        mine = (self.positions, self.device_delay, self.wifi_delay, self.wifi_range_m)
+        theirs = (other.positions, other.device_delay, other.wifi_delay, other.wifi_range_m)
+        return (self.positions.shape == other.positions.shape
+                and all(bits(a) == bits(b) for a, b in zip(mine, theirs, strict=True))
+                and (self.max_range_m is None) == (other.max_range_m is None)
+                and (self.max_range_m is None or bits(self.max_range_m) == bits(other.max_range_m)))
+
+
+# Pairs whose delays :meth:`_ModelDelays.at` computes at once (a few arrays of 8 MB).
+_PAIRS = 1 << 20
+
+
+def _pair_block(model: _ModelDelays, rows: NDArray[np.intp],
+                cols: NDArray[np.intp]) -> NDArray[np.float64]:
+    """:meth:`_ModelDelays.at` of one block of pairs: the operations of :func:`_delay_blocks`
+    on each pair, in the same order (the same floats)."""
+    device_delay, positions = model.device_delay, model.positions
+    delays = np.maximum(device_delay[rows], device_delay[cols])
+    total = np.zeros(len(rows))
+    for k in range(positions.shape[1]):  # row minus column, as _distances subtracts
+        difference = positions[rows, k] - positions[cols, k]
+        total += difference * difference
+    distance = np.sqrt(total)
+    delays[distance < model.wifi_range_m] = model.wifi_delay
+    if model.max_range_m is not None:
+        delays[distance > model.max_range_m] = np.inf
+    delays[rows == cols] = 0.0
+    return delays
 
 
 def _delay_blocks(positions: NDArray[np.float64], device_delay: NDArray[np.float64],

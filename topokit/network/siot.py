@@ -421,14 +421,15 @@ def siot_oor_graph(
 # ---------------------------------------------------------------------------------------------
 
 def _check_network_size(n: int) -> None:
-    """Refuse a device count whose n x n delay matrices cannot fit in memory.
+    """Refuse a device count whose n x n delays cannot fit in memory.
 
-    Building a network holds about six n x n float64 arrays at once (distances,
-    rates, delays); the synthetic city behind :func:`siot` is far smaller.
+    Building the network holds none of them (it keeps the positions and the
+    radio model; see :attr:`Network.delay`), but every design and analysis
+    reads its delays, one n x n float64 array (computed a block of rows at a
+    time); the synthetic city behind :func:`siot` is far smaller.
     """
     check_fits_in_memory(
-        6 * 8 * n * n, f"n_devices={n} devices (their n x n delay matrices)",
-        "use fewer devices"
+        8 * n * n, f"n_devices={n} devices (their n x n delays)", "use fewer devices"
     )
 
 
