@@ -180,3 +180,15 @@ def test_copies_share_the_model_and_its_computed_delays():
     matrix = net.delay
     assert net.with_topology(None)._delay_matrix is matrix
     assert np.array_equal(copy.delay, matrix)
+
+
+def test_a_network_pickled_with_its_delays_as_an_attribute_still_unpickles():
+    """A pickle of the earlier layout (the matrix under "delay") reads back equal."""
+    net = Network(nx.path_graph(3), [1.0] * 3, [[0, 2, 5], [2, 0, 3], [5, 3, 0]])
+    state = dict(net.__dict__)
+    state["delay"] = state.pop("_delay_matrix")
+    del state["_delay_model"]
+    old = Network.__new__(Network)
+    old.__setstate__(state)
+    assert old == net and old.delay.tolist() == net.delay.tolist()
+    assert pickle.loads(pickle.dumps(old)) == net

@@ -1319,6 +1319,15 @@ class Network:
 
     __hash__ = None  # mutable graph inside
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A network pickled before its delays could wait until first read kept them as
+        # "delay": it unpickles as a network of given delays.
+        if "delay" in state:
+            state = dict(state)
+            state["_delay_matrix"] = state.pop("delay")
+            state.setdefault("_delay_model", None)
+        self.__dict__.update(state)
+
 
 #: Infinite-delay social links a warning names before it says "and N more".
 _SHOWN_LINKS = 3
