@@ -17,7 +17,8 @@ The growth exponent of each command is the slope of log CPU seconds against log 
 the sizes it completed.  Goals (defaults, CPU seconds on the development machine): at
 1,000 devices ``design`` <= 240 s, ``analyze`` <= 90 s, ``audit --rounds 50`` <= 120 s,
 no silence over 15 s; at 5,000 devices the file <= 40 MB (either form) and
-``analyze --audit-rounds 0`` <= 300 s and <= 2 GB.
+``analyze --audit-rounds 0`` <= 300 s and <= 2 GB; at 20,000 devices ``generate`` within
+10 minutes and 4 GB (``--generate-sizes``: sizes at which only ``generate`` runs).
 
 Run (from the repository root): ``python -m analyses.scale_benchmark`` (sizes 500, 1000,
 2000, 5000; ``design`` up to ``--design-max 1000``; hours at 5,000), ``--sizes 500,1000``
@@ -42,6 +43,8 @@ from typing import Any, NamedTuple
 from analyses._common import machine, out_path, parse_ints, write_json
 
 SIZES = (500, 1000, 2000, 5000)
+#: Sizes at which only ``generate`` runs (the other commands are not meant for them here).
+GENERATE_ONLY_SIZES = (20000,)
 QUICK_SIZES = (100, 200)
 #: The commands on each network file ({net}: its path), by name.
 COMMANDS = {
@@ -56,6 +59,8 @@ GOALS = (  # (n, command, what, limit)
     (1000, "audit --rounds 50", "cpu_s", 120.0),
     (5000, "analyze --audit-rounds 0", "cpu_s", 300.0),
     (5000, "analyze --audit-rounds 0", "peak_mb", 2048.0),
+    (20000, "generate", "peak_mb", 4096.0),
+    (20000, "generate", "wall_s", 600.0),
 )
 SILENCE_GOAL_S = 15.0
 #: The row of the same network written gzip-compressed (``-o siotN.json.gz``).
@@ -123,19 +128,30 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float | None:
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
+def generated(n: int, path: Path, timeout: float, name: str = "generate") -> dict[str, Any]:
+    """``topokit generate siot -n n -o PATH --seed 0`` measured, with the file's size."""
+    row = run_measured(["generate", "siot", "-n", str(n), "-o", str(path), "--seed", "0"],
+                       timeout)._asdict()
+    row["file_mb"] = path.stat().st_size / 1e6 if path.exists() else None
+    print(_line(n, name, row), flush=True)
+    return row
+
+
+def measure_generate_only(n: int, folder: Path, *, timeout: float) -> dict[str, Any]:
+    """Only ``generate`` at ``n`` devices (a size no later command is run at here)."""
+    net = folder / f"siot{n}.json"
+    rows = {"generate": generated(n, net, timeout)}
+    net.unlink(missing_ok=True)
+    return rows
+
+
 def measure_size(n: int, folder: Path, *, timeout: float, with_design: bool
                  ) -> dict[str, Any]:
     """Generate a network of ``n`` devices in ``folder`` and run every command on it."""
     net = folder / f"siot{n}.json"
-    rows = {"generate": run_measured(["generate", "siot", "-n", str(n), "-o", str(net),
-                                      "--seed", "0"], timeout)._asdict()}
-    rows["generate"]["file_mb"] = net.stat().st_size / 1e6 if net.exists() else None
-    print(_line(n, "generate", rows["generate"]), flush=True)
+    rows = {"generate": generated(n, net, timeout)}
     packed = folder / f"siot{n}.json.gz"
-    rows[GZIP] = run_measured(["generate", "siot", "-n", str(n), "-o", str(packed),
-                               "--seed", "0"], timeout)._asdict()
-    rows[GZIP]["file_mb"] = packed.stat().st_size / 1e6 if packed.exists() else None
-    print(_line(n, GZIP, rows[GZIP]), flush=True)
+    rows[GZIP] = generated(n, packed, timeout, name=GZIP)
     packed.unlink(missing_ok=True)
     if rows["generate"]["status"] != "ok":
         return rows
@@ -223,14 +239,22 @@ def main() -> None:
                         help="run design up to this many devices (default 1000)")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds before a command is stopped (default 3600)")
+    parser.add_argument("--generate-sizes", default=",".join(map(str, GENERATE_ONLY_SIZES)),
+                        help="comma-separated device counts to run only generate at "
+                             "(default 20000; empty: none)")
     parser.add_argument("--quick", action="store_true", help="sizes 100 and 200")
     options = parser.parse_args()
     sizes = QUICK_SIZES if options.quick else parse_ints(options.sizes, "--sizes", at_least=10)
+    generate_only = () if options.quick or not options.generate_sizes.strip() else [
+        n for n in parse_ints(options.generate_sizes, "--generate-sizes", at_least=10)
+        if n not in sizes]
     results: dict[int, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="topokit-scale-") as folder:
         for n in sizes:
             results[n] = measure_size(n, Path(folder), timeout=options.timeout,
                                       with_design=n <= options.design_max)
+        for n in generate_only:
+            results[n] = measure_generate_only(n, Path(folder), timeout=options.timeout)
     summary = summarise(results)
     for name, exponent in summary["growth_exponents"].items():
         shown = "-" if exponent is None else f"{exponent:.2f}"
