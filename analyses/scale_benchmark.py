@@ -5,13 +5,14 @@ For each size n, ``topokit generate siot -n n`` writes a network (seed 0); then,
 file, ``topokit analyze`` (its defaults: the 50-round stranger audit included),
 ``topokit analyze --audit-rounds 0``, ``topokit audit --rounds 50`` and ``topokit design``
 (its defaults: the local searches, the mixing weights, the reference designs' audits).
-Each command runs in a fresh process with stderr a pipe (the plain log lines a batch job
-writes) and is measured by the operating system: CPU seconds (user + system of that
-child, ``os.wait4``), wall seconds, peak memory (its maximum resident set) and the
-longest silence on stderr (the longest wait between two lines, from the start to the
-end: a phase that says nothing).  Also the network file's size, as ``.json`` and as
-``.json.gz`` (the same network written compressed).  A command that runs
-past ``--timeout`` seconds is stopped and recorded as over it.
+After every command has run once on a 100-device network (not measured: Numba compiles a
+source tree's kernels the first time), each command runs in a fresh process with stderr
+a pipe (the plain log lines a batch job writes) and is measured by the operating system:
+CPU seconds (user + system of that child, ``os.wait4``), wall seconds, peak memory (its
+maximum resident set) and the longest silence on stderr (the longest wait between two
+lines, from the start to the end: a phase that says nothing).  Also the network file's
+size, as ``.json`` and as ``.json.gz`` (the same network written compressed).  A command
+that runs past ``--timeout`` seconds is stopped and recorded as over it.
 
 The growth exponent of each command is the slope of log CPU seconds against log n over
 the sizes it completed.  Goals (defaults, CPU seconds on the development machine): at
@@ -126,6 +127,18 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float | None:
     mean_y = sum(y for _, y in points) / len(points)
     spread = sum((x - mean_x) ** 2 for x, _ in points)
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+def warm_up(folder: Path, *, timeout: float) -> None:
+    """Every command once on a small network, not measured: Numba compiles the kernels of a
+    source tree the first time they run (then reads its cache), which is not what the
+    commands cost a user who has run them before."""
+    net = folder / "warm-up.json"
+    for arguments in (["generate", "siot", "-n", "100", "-o", str(net), "--seed", "0"],
+                      *([part.format(net=net, folder=folder) for part in template]
+                        for template in COMMANDS.values())):
+        run_measured(arguments, timeout)
+    net.unlink(missing_ok=True)
 
 
 def generated(n: int, path: Path, timeout: float, name: str = "generate") -> dict[str, Any]:
@@ -250,6 +263,7 @@ def main() -> None:
         if n not in sizes]
     results: dict[int, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="topokit-scale-") as folder:
+        warm_up(Path(folder), timeout=options.timeout)
         for n in sizes:
             results[n] = measure_size(n, Path(folder), timeout=options.timeout,
                                       with_design=n <= options.design_max)
