@@ -44,7 +44,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -55,6 +55,9 @@ from ..kernels import lazy_metropolis
 from ..kernels.unchecked import hitting_time_and_gap_unchecked, walk_summary_unchecked
 from ..network.core import Network, Topology, class_count_matrix
 from ..network.quantities import adjacency_matrix
+from ._spectral import EigenFunctions, FactoredFunctions, spectral_functions
+
+SpectralFunctions = EigenFunctions | FactoredFunctions
 
 __all__ = [
     "TopologyFeatures",
@@ -90,10 +93,6 @@ def __getattr__(name: str) -> Any:
     if name == "DEFAULT_NOISE_MULTIPLIER":
         return _default_noise_multiplier()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-# An eigenvalue of W this close to 1 beyond the first is a second connected component.
-_UNIT_EIGENVALUE_TOL = 1e-9
-
 
 @dataclass(frozen=True)
 class FeatureSettings:
@@ -262,14 +261,6 @@ class TopologyFeatures:
                 for key, value in asdict(self).items()}
 
 
-class _Spectrum(NamedTuple):
-    """Eigen-decomposition of W with the consensus mode set apart."""
-
-    values: NDArray[np.float64]  # eigenvalues of the non-consensus modes
-    vectors: NDArray[np.float64]  # their eigenvectors, one per column
-    connected: bool  # every non-consensus mode decays: |lambda_k| < 1
-
-
 def check_class_counts(class_counts: ArrayLike, n_devices: int, *,
                        nodes: Sequence[Hashable] | None = None) -> NDArray[np.float64]:
     """Class counts of shape (n_devices, n_classes), non-negative, finite, no empty row.
@@ -302,18 +293,6 @@ def check_class_counts(class_counts: ArrayLike, n_devices: int, *,
     # Rows keep their row-numbered messages; only a mapping needs the node ids.
     return class_count_matrix(class_counts, n_devices,
                                nodes=nodes if isinstance(class_counts, Mapping) else None)
-
-
-def _spectrum(weights: NDArray[np.float64]) -> _Spectrum:
-    """Eigenpairs of symmetric W without the consensus mode (eigenvalue 1, vector 1/sqrt(n))."""
-    values, vectors = np.linalg.eigh(weights)
-    # W is doubly stochastic: its largest eigenvalue is 1 with the constant vector; drop it.
-    values, vectors = values[:-1], vectors[:, :-1]
-    # |lambda|: a weighted W need not be lazy, and an eigenvalue -1 (a bipartite graph with
-    # zero self-weights) never decays either.  Lazy-Metropolis eigenvalues are >= 0, so for
-    # it this is the test of lambda_2 alone.
-    connected = values.size == 0 or np.abs(values).max() < 1.0 - _UNIT_EIGENVALUE_TOL
-    return _Spectrum(values, vectors, bool(connected))
 
 
 def _batch_sizes(settings: FeatureSettings, counts: NDArray | None, n: int) -> NDArray:
@@ -353,30 +332,25 @@ def _device_noise(settings: FeatureSettings, n: int) -> float | NDArray[np.float
     return np.array(settings.device_noise_multipliers)
 
 
-def _mode_diagonal(spectrum: _Spectrum, weight: NDArray[np.float64]) -> NDArray[np.float64]:
-    """diag(sum_k weight_k u_k u_k^T) over the non-consensus modes."""
-    return (spectrum.vectors**2) @ weight
-
-
-def _noise_features(variances: NDArray, spectrum: _Spectrum, gamma: float) -> dict[str, float]:
+def _noise_features(variances: NDArray, functions: SpectralFunctions,
+                    gamma: float) -> dict[str, float]:
     n = variances.size
-    lam2 = spectrum.values**2
     average = float(variances.sum() / n**2)
     if not variances.any():
         disagreement = 0.0
-    elif spectrum.connected:
-        disagreement = float(variances @ _mode_diagonal(spectrum, lam2 / (1.0 - lam2)) / n)
+    elif functions.connected:
+        disagreement = float(variances @ functions.disagreement_diagonal(variances > 0) / n)
     else:
         disagreement = float("inf")
-    felt_diagonal = 1.0 / (n * (1.0 - gamma)) + _mode_diagonal(spectrum, lam2 / (1 - gamma * lam2))
+    felt_diagonal = functions.felt_diagonal()
     felt = float((1.0 - gamma) * (variances @ felt_diagonal) / n)
     neighbours = float(1.0 / ((1.0 - gamma) * felt_diagonal.mean()))
     return {"noise_average": average, "noise_disagreement": disagreement,
             "noise_felt": felt, "effective_neighbours": neighbours}
 
 
-def _heterogeneity_features(counts: NDArray | None, weights: NDArray, spectrum: _Spectrum,
-                            gamma: float) -> dict[str, float]:
+def _heterogeneity_features(counts: NDArray | None, weights: NDArray,
+                            functions: SpectralFunctions) -> dict[str, float]:
     if counts is None:
         return {"heterogeneity_local": 0.0, "heterogeneity_neighbourhood": 0.0,
                 "heterogeneity_disagreement": 0.0}
@@ -386,11 +360,9 @@ def _heterogeneity_features(counts: NDArray | None, weights: NDArray, spectrum: 
     n = counts.shape[0]
     local = float(np.sum(centred**2) / n)
     neighbourhood = float(np.sum((weights @ centred) ** 2) / n)
-    # (1 - gamma) sum_{t>=1} gamma^{t-1} W^t (I - J) Pi, mode by mode.
-    scale = (1.0 - gamma) * spectrum.values / (1.0 - gamma * spectrum.values)
-    drift = scale[:, None] * (spectrum.vectors.T @ centred)
+    # The drift (1 - gamma) sum_{t>=1} gamma^{t-1} W^t (I - J) Pi that mixing leaves.
     return {"heterogeneity_local": local, "heterogeneity_neighbourhood": neighbourhood,
-            "heterogeneity_disagreement": float(np.sum(drift**2) / n)}
+            "heterogeneity_disagreement": functions.drift_norm2(centred) / n}
 
 
 def topology_features(
@@ -641,7 +613,7 @@ def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: ND
     hitting, gap = walk_summary(adjacency, weights)
     if weights is None:
         weights = lazy_metropolis(adjacency)
-    spectrum = _spectrum(weights)
+    functions = spectral_functions(weights, settings.gamma, gap)
     variances = _noise_variances(dp_mask, settings, counts)
     linked = adjacency > 0
     non_social = linked & ~social
@@ -655,6 +627,6 @@ def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: ND
         spectral_gap=float(gap),
         local_iterate=(float(link_times[linked].max()) if linked.any()
                        else float(net.compute_time.max())),
-        **_noise_features(variances, spectrum, settings.gamma),
-        **_heterogeneity_features(counts, weights, spectrum, settings.gamma),
+        **_noise_features(variances, functions, settings.gamma),
+        **_heterogeneity_features(counts, weights, functions),
     )
