@@ -100,3 +100,18 @@ def test_every_command_that_loads_a_network_reports_it_unless_printing_json(
     filled = [arg.format(net=generated[".json.gz"], tmp=tmp_path) for arg in args]
     check_one_line(filled + (["--json"] if as_json else []), "stopped after loading")
     assert seen == {"show_loading": not as_json}
+
+
+def test_a_large_plain_file_is_written_with_the_compressed_suffix_to_ask_for(tmp_path,
+                                                                            monkeypatch):
+    from topokit.cli import design
+
+    outputs = {suffix: tmp_path / f"n{suffix}" for suffix in (".json", ".json.gz")}
+    monkeypatch.setattr(design, "COMPRESSION_HINT_BYTES", 1_000)
+    said = {suffix: run("generate", "siot", "-n", "20", "--seed", "4", "-o", path).stdout
+            for suffix, path in outputs.items()}
+    size = outputs[".json"].stat().st_size / 1e6
+    assert f"({size:.1f} MB; as n.json.gz it would be about a tenth of that" in said[".json"]
+    assert "a tenth" not in said[".json.gz"]
+    monkeypatch.setattr(design, "COMPRESSION_HINT_BYTES", 10**12)
+    assert "a tenth" not in run("generate", "siot", "-n", "20", "-o", outputs[".json"]).stdout

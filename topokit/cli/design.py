@@ -820,7 +820,20 @@ def generate_siot(
     with reporting_phase(f"writing {output}", quiet=small):
         save_network(net, output)
     console.print(f"wrote {output}: {net.n_devices} devices, {net.social.number_of_edges()} "
-                  "social links")
+                  f"social links{_compression_hint(output)}")
+
+
+#: A plain network file at least this large is written with a hint to compress it.
+COMPRESSION_HINT_BYTES = 10_000_000
+
+
+def _compression_hint(output: Path) -> str:
+    """'' or, for a large uncompressed file, its size and the compressed suffix to ask for."""
+    size = output.stat().st_size
+    if output.suffix.lower() == ".gz" or size < COMPRESSION_HINT_BYTES:
+        return ""
+    return (f" ({size / 1e6:.1f} MB; as {output.name}.gz it would be about a tenth of that, "
+            "read the same way)")
 
 
 @handles_user_errors
