@@ -69,3 +69,16 @@ def test_validate_computes_h_once_per_topology_over_its_trials(computations):
                       predictor=load_predictor("default"), audit_rounds=5)
     assert len(result.frame) == 6  # two topologies, three trials
     assert len(computations) == len(set(computations)) == 2
+
+
+def test_the_walk_is_keyed_by_what_it_depends_on():
+    ring = np.roll(np.eye(6), 1, axis=1) + np.roll(np.eye(6), -1, axis=1)
+    key = features_module._walk_key
+    assert key(ring, None) == key(ring * 1.0, None) == key(ring.astype(bool), None)
+    assert key(ring, None) != key(ring + np.eye(6)[::-1], None)  # another link
+    weights = features_module.lazy_metropolis(ring)
+    assert key(ring, weights) == key(np.ones((6, 6)), weights)  # the weights alone decide
+    assert key(ring, weights) != key(ring, None)
+    nudged = weights.copy()
+    nudged[0, 0] += 1e-16
+    assert key(ring, weights) != key(ring, nudged)  # every bit of the weights counts

@@ -539,8 +539,9 @@ def walk_summary(adjacency: NDArray[np.float64],
     them, once per topology: a search scores a topology from several places (its
     starts, the rescoring of AutoTag's snapshots, the final design's metrics) and
     :func:`topokit.validate` every trial of the same topology, so the results of
-    the last :data:`WALK_CACHE_SIZE` matrices are kept, keyed by a digest of the
-    exact bytes (the same matrix gives the same numbers; a pure function).
+    the last :data:`WALK_CACHE_SIZE` matrices are kept, keyed by a digest of what
+    the result depends on: the exact bytes of ``weights``, or the links of
+    ``adjacency`` (the same input gives the same numbers; a pure function).
     The matrices are trusted, not validated (see :mod:`topokit.kernels.unchecked`):
     ``adjacency`` a symmetric 0/1 matrix, ``weights`` a symmetric doubly
     stochastic matrix with entries >= 0, as topokit builds them.
@@ -568,12 +569,17 @@ def walk_summary(adjacency: NDArray[np.float64],
 
 
 def _walk_key(adjacency: NDArray[np.float64], weights: NDArray[np.float64] | None) -> bytes:
+    """A digest of what the walk depends on: the exact bytes of ``weights`` when given, else
+    the links of ``adjacency`` (its Lazy-Metropolis matrix depends on nothing else), one bit
+    each: a 64th of its bytes to hash at every score of a search."""
     digest = hashlib.blake2b(digest_size=20)
-    for matrix in (adjacency, weights):
-        if matrix is None:
-            digest.update(b"lazy-metropolis")
-            continue
-        matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+    if weights is None:
+        digest.update(b"lazy-metropolis")
+        matrix = np.asarray(adjacency)
+        digest.update(str(matrix.shape).encode())
+        digest.update(np.packbits(matrix != 0).tobytes())
+    else:
+        matrix = np.ascontiguousarray(weights, dtype=np.float64)
         digest.update(str(matrix.shape).encode())
         digest.update(matrix.tobytes())
     return digest.digest()
