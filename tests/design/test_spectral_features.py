@@ -33,7 +33,10 @@ def test_both_ways_give_the_same_functions(kind, gamma):
     factored = FactoredFunctions(weights, gamma, connected=True)
     assert eigen.connected
     rows = rng.random(40) < 0.3
-    np.testing.assert_allclose(factored.felt_diagonal(), eigen.felt_diagonal(), rtol=1e-10)
+    np.testing.assert_allclose(factored.felt_diagonal(rows)[rows], eigen.felt_diagonal(rows)[rows],
+                               rtol=1e-10)
+    assert not factored.felt_diagonal(rows)[~rows].any()
+    assert factored.felt_mean() == pytest.approx(eigen.felt_mean(), rel=1e-10)
     np.testing.assert_allclose(factored.disagreement_diagonal(rows)[rows],
                                eigen.disagreement_diagonal(rows)[rows], rtol=1e-9, atol=1e-14)
     assert not factored.disagreement_diagonal(rows)[~rows].any()
@@ -51,7 +54,9 @@ def test_the_felt_diagonal_is_the_independent_series():
         power = gamma * power @ (weights @ weights)
     for functions in (EigenFunctions(weights, gamma),
                       FactoredFunctions(weights, gamma, connected=True)):
-        np.testing.assert_allclose(functions.felt_diagonal(), np.diag(series), rtol=1e-9)
+        every = np.ones(30, dtype=bool)
+        np.testing.assert_allclose(functions.felt_diagonal(every), np.diag(series), rtol=1e-9)
+        assert functions.felt_mean() == pytest.approx(np.trace(series) / 30, rel=1e-9)
 
 
 def test_the_choice_follows_the_size_and_a_failed_factor_falls_back(monkeypatch):

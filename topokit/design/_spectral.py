@@ -19,17 +19,23 @@ Two ways give them, equal to rounding (``tests/design/test_spectral_features.py`
   :data:`FACTORED_MIN_DEVICES` devices on.  Each function is a resolvent in
   disguise: with S = W^2,
 
-  .. math:: C_g = W (I - g S)^{-1} W,\\qquad
+  .. math:: C_g = W (I - g S)^{-1} W,\qquad
             M = W (I - S + J)^{-1} W - J,
 
   (J = 11^T / n moves the consensus eigenvalue of I - S from 0 to 1), and the
-  drift is (1 - g) (I - g W)^{-1} W P, as P has no consensus component.  Each
-  diagonal entry is a quadratic form w_i^T R^{-1} w_i of a positive definite R,
-  the squared norm of L^{-1} w_i with R = L L^T; the one subtraction, M's 1/n,
-  leaves an absolute error near eps / n.  A Cholesky factorisation and a
-  triangular solve cost n^3 / 3 and n^3 flops in BLAS-3, against an
-  eigendecomposition's several n^3, much of it in BLAS-2: on 2 cores 0.07 s
-  against 0.14 s at 1,000 devices.
+  drift is (1 - g) (I - g W)^{-1} W P, as P has no consensus component.  S is
+  never formed: 1 / (1 - g x^2) = (1 / (1 - s x) + 1 / (1 + s x)) / 2 with
+  s = sqrt(g), so (I - g S)^{-1} = ((I - sW)^{-1} + (I + sW)^{-1}) / 2, and
+  likewise (I - S + J)^{-1} = ((I - W + J)^{-1} + (I + W)^{-1}) / 2 + J / 4.
+  A diagonal entry is then a sum of quadratic forms w_i^T R^{-1} w_i = ||L^{-1} w_i||^2
+  (R = L L^T positive definite), computed for the rows that are read only
+  (the DP devices'), with no cancellation but M's 3 / (4n).  The mean of the
+  felt diagonal is (tr (I - g S)^{-1} - n) / (g n), the traces from triangular
+  inverses: a subtraction whose relative error stays below about n eps / g
+  times the factors' condition, so below g = 1/2 it is summed row by row instead.
+  Cholesky factors and triangular solves are BLAS-3, n^3 / 3 flops each, where
+  an eigendecomposition costs several n^3, much of it in BLAS-2: at 1,000
+  devices, one core, the features of a topology take 0.13 s instead of 0.18 s.
 
 A factorisation that fails (W with an eigenvalue at -1 or a second one at 1 that
 the gap missed) falls back to the eigenpairs, so both ways agree on every input.
@@ -43,9 +49,10 @@ from numpy.typing import NDArray
 
 __all__ = ["FACTORED_MIN_DEVICES", "EigenFunctions", "FactoredFunctions", "spectral_functions"]
 
-#: From this many devices on, features come from Cholesky factors of shifted W, not eigh
-#: (2 cores: eigh 0.14 s against 0.07 s for the factors at 1,000 devices; on par near 200).
-FACTORED_MIN_DEVICES = 256
+#: From this many devices on, features come from Cholesky factors of shifted W, not eigh.
+#: A SIoT topology's features, one core (two): 1.07x (1.08x) faster at 512 devices, 1.36x
+#: (1.29x) at 1,000; below 512 the two are within noise of each other.
+FACTORED_MIN_DEVICES = 512
 
 #: An eigenvalue of W this close to 1 beyond the first is a second connected component.
 UNIT_EIGENVALUE_TOL = 1e-9
@@ -74,12 +81,16 @@ class EigenFunctions:
         squared = self.values**2
         return self._mode_diagonal(squared / (1.0 - squared))
 
-    def felt_diagonal(self) -> NDArray[np.float64]:
-        """(C_g)_ii of every device, the consensus mode's 1 / (n (1 - g)) included."""
+    def felt_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """(C_g)_ii on every row, the consensus mode's 1 / (n (1 - g)) included."""
         squared = self.values**2
         n = self.vectors.shape[0]
         return (1.0 / (n * (1.0 - self.gamma))
                 + self._mode_diagonal(squared / (1.0 - self.gamma * squared)))
+
+    def felt_mean(self) -> float:
+        """tr C_g / n."""
+        return float(self.felt_diagonal(np.ones(self.vectors.shape[0], dtype=bool)).mean())
 
     def drift_norm2(self, centred: NDArray[np.float64]) -> float:
         """||sum_{k>=2} (1 - g) lambda_k / (1 - g lambda_k) u_k u_k^T centred||_F^2."""
@@ -98,24 +109,35 @@ class FactoredFunctions:
     def __init__(self, weights: NDArray[np.float64], gamma: float, connected: bool):
         self.weights, self.gamma, self.connected = weights, gamma, connected
         self.n = weights.shape[0]
-        self.squared = weights @ weights  # S = W^2
-        # The one factor every topology needs (the felt noise and n_W): taken here, so a
-        # W that cannot be factored falls back before any feature is read.
-        self.felt_columns = _whitened(np.eye(self.n) - gamma * self.squared, weights)
+        identity, root = np.eye(self.n), np.sqrt(gamma)
+        # (I - g S)^{-1} = ((I - sW)^{-1} + (I + sW)^{-1}) / 2 with s = sqrt(g): no S to form.
+        # Both factors are taken here, so a W that cannot be factored falls back at once.
+        self.felt_factors = (_cholesky(identity - root * weights),
+                             _cholesky(identity + root * weights))
 
-    def felt_diagonal(self) -> NDArray[np.float64]:
-        """(C_g)_ii = w_i^T (I - g S)^{-1} w_i of every device."""
-        return _column_norms2(self.felt_columns)
+    def felt_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """(C_g)_ii = w_i^T (I - g S)^{-1} w_i on ``rows``, 0 elsewhere."""
+        return self._halved_forms(self.felt_factors, rows)
+
+    def felt_mean(self) -> float:
+        """tr C_g / n, from tr (I - g S)^{-1} = (||L_-^{-1}||_F^2 + ||L_+^{-1}||_F^2) / 2."""
+        if self.gamma < _TRACE_IDENTITY_MIN_GAMMA:
+            return float(self._halved_forms(self.felt_factors, np.ones(self.n, bool)).mean())
+        inverse_trace = sum(_inverse_norm2(lower) for lower in self.felt_factors) / 2.0
+        # tr C_g = (tr (I - g S)^{-1} - n) / g: the relative error grows like n / g eps.
+        return float((inverse_trace - self.n) / self.gamma / self.n)
 
     def disagreement_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
-        """M_ii = w_i^T (I - S + J)^{-1} w_i - 1/n on ``rows``, 0 elsewhere."""
-        shifted = np.eye(self.n) - self.squared + 1.0 / self.n
+        """M_ii on ``rows`` (0 elsewhere), with (I - S + J)^{-1} = (P + Q) / 2 + J / 4,
+        P = (I - W + J)^{-1} and Q = (I + W)^{-1}: M_ii = w_i^T (P + Q) w_i / 2 - 3 / (4n)."""
+        identity = np.eye(self.n)
         try:
-            columns = _whitened(shifted, self.weights[:, rows])
-        except np.linalg.LinAlgError:  # a gap near UNIT_EIGENVALUE_TOL: I - S + J near singular
+            factors = (_cholesky(identity - self.weights + 1.0 / self.n),
+                       _cholesky(identity + self.weights))
+        except np.linalg.LinAlgError:  # a gap near UNIT_EIGENVALUE_TOL: I - W + J near singular
             return EigenFunctions(self.weights, self.gamma).disagreement_diagonal(rows)
-        diagonal = np.zeros(self.n)
-        diagonal[rows] = _column_norms2(columns) - 1.0 / self.n
+        diagonal = self._halved_forms(factors, rows)
+        diagonal[rows] -= 0.75 / self.n
         return diagonal
 
     def drift_norm2(self, centred: NDArray[np.float64]) -> float:
@@ -124,15 +146,31 @@ class FactoredFunctions:
         drift = sl.cho_solve((lower, True), self.weights @ centred, check_finite=False)
         return float(np.sum(((1.0 - self.gamma) * drift) ** 2))
 
+    def _halved_forms(self, factors: tuple[NDArray[np.float64], NDArray[np.float64]],
+                      rows: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """(w_i^T A^{-1} w_i + w_i^T B^{-1} w_i) / 2 on ``rows``, 0 elsewhere (A = L_a L_a^T)."""
+        columns = self.weights[:, rows]
+        diagonal = np.zeros(self.n)
+        diagonal[rows] = sum(_column_norms2(sl.solve_triangular(
+            lower, columns, lower=True, check_finite=False)) for lower in factors) / 2.0
+        return diagonal
+
+
+#: Below this gamma, tr C_g comes from the quadratic forms of every row, not the trace identity.
+_TRACE_IDENTITY_MIN_GAMMA = 0.5
+
 
 def _cholesky(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     """The lower Cholesky factor; ``numpy.linalg.LinAlgError`` if not positive definite."""
     return sl.cholesky(matrix, lower=True, check_finite=False)
 
 
-def _whitened(matrix: NDArray[np.float64], columns: NDArray[np.float64]) -> NDArray[np.float64]:
-    """L^{-1} columns, with matrix = L L^T: column norms^2 are columns_i^T matrix^{-1} columns_i."""
-    return sl.solve_triangular(_cholesky(matrix), columns, lower=True, check_finite=False)
+def _inverse_norm2(lower: NDArray[np.float64]) -> float:
+    """||L^{-1}||_F^2 = tr (L L^T)^{-1}, by LAPACK's triangular inverse."""
+    inverse, info = sl.lapack.dtrtri(lower, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dtrtri failed with info {info}")
+    return float(np.sum(inverse * inverse))
 
 
 def _column_norms2(columns: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -342,9 +342,8 @@ def _noise_features(variances: NDArray, functions: SpectralFunctions,
         disagreement = float(variances @ functions.disagreement_diagonal(variances > 0) / n)
     else:
         disagreement = float("inf")
-    felt_diagonal = functions.felt_diagonal()
-    felt = float((1.0 - gamma) * (variances @ felt_diagonal) / n)
-    neighbours = float(1.0 / ((1.0 - gamma) * felt_diagonal.mean()))
+    felt = float((1.0 - gamma) * (variances @ functions.felt_diagonal(variances > 0)) / n)
+    neighbours = float(1.0 / ((1.0 - gamma) * functions.felt_mean()))
     return {"noise_average": average, "noise_disagreement": disagreement,
             "noise_felt": felt, "effective_neighbours": neighbours}
 
