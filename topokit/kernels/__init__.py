@@ -32,7 +32,7 @@ module                           holds
 :mod:`._weights`                 Lazy-Metropolis and Metropolis weights
 :mod:`._hitting`                 hitting times and H: the general kernel, the symmetric
                                  fast path, LAPACK (Cholesky or LU) for one large matrix
-:mod:`._gap`                     the spectral gap: Sturm-count bisection (the one), or
+:mod:`._gap`                     the spectral gap: Sturm counts and Laguerre's method, or
                                  LAPACK (dsyevr, Lanczos) for one large matrix
 :mod:`._fused`                   weights, H and gap of a graph in one kernel
 :mod:`._connectivity`            symmetry and connectivity tests of a matrix's support
@@ -262,7 +262,8 @@ def hitting_time_and_gap(
     :math:`Z = (I - A + J/n)^{-1}` (symmetric positive definite for a
     connected graph, inverted without pivoting) as
     :math:`\\max_{ij} n (z_{jj} - z_{ij})`; :math:`\\lambda_2` by Householder
-    tridiagonalisation and Sturm-count bisection.
+    tridiagonalisation, Sturm counts and Laguerre's method, to the last bit
+    a Sturm-count bisection gives.
 
     Examples
     --------

@@ -9,12 +9,14 @@ that a stack allocates once per chunk of graphs, not once per graph:
 
 1. connectivity (a bit-mask sweep up to 64 nodes, else a depth-first search);
    a disconnected graph gives (inf, 0.0) at once;
-2. the Lazy-Metropolis matrix A (DeepPrivacy eq. 4) and K = I - A + J/n;
+2. the Lazy-Metropolis matrix A (DeepPrivacy eq. 4) and K = I - A + J/n
+   (:func:`_weights_and_k`: integer degrees and column sums, which vectorise);
 3. Z = K^{-1} by Gauss-Jordan in place.  K is symmetric positive definite
    (eigenvalues 1 and 1 - lambda_i >= gap > 0), so no pivoting is needed.
    H = max_ij (z_jj - z_ij) / pi_j with pi = 1/n (Kemeny & Snell);
 4. the spectral gap 1 - lambda_2: Householder tridiagonalisation of A, then
-   lambda_2 by Sturm counts (:func:`._gap.eigenvalue_of_rank` without Newton).
+   lambda_2 by Sturm counts and Laguerre (:func:`._gap.eigenvalue_of_rank`, as
+   :func:`topokit.kernels.spectral_gap`), to the last bit a bisection would give.
    A has a_ii >= 1/2, so by Gershgorin every eigenvalue lies in [0, 1] and
    |lambda_n| <= lambda_2: the smallest eigenvalue, which
    :func:`topokit.kernels.spectral_gap` also needs for a general symmetric
@@ -60,6 +62,43 @@ from ._workspace import _DIAGONAL, _HALF_INVERSE_DEGREE, _N_VECTORS, _OFF_SQUARE
 
 
 @njit(**NJIT_FLAGS)
+def _weights_and_k(adjacency, work, fundamental, half_inverse, row_sum):
+    """The Lazy-Metropolis matrix A into ``work`` and K = I - A + J/n into ``fundamental``.
+
+    Weights 1 / (2 max(deg_i, deg_j)) = min(1/(2 deg_i), 1/(2 deg_j)) (rounding
+    is monotone, so the two agree to the bit), written branch-free.  Without
+    fastmath a float reduction does not vectorise, so the degrees are integer
+    counts and the off-diagonal row sums are summed as column sums, row after
+    row: the weights are exactly symmetric, so column j summed over i in order
+    is row j summed over j in order, the same additions to the bit.
+    ``half_inverse`` and ``row_sum`` are length-n workspaces.
+    """
+    n = adjacency.shape[0]
+    for i in range(n):
+        degree = 0
+        for j in range(n):
+            degree += 1 if adjacency[i, j] != 0.0 else 0
+        degree -= 1 if adjacency[i, i] != 0.0 else 0
+        half_inverse[i] = 0.5 / degree
+        row_sum[i] = 0.0
+    for i in range(n):
+        hi = half_inverse[i]
+        for j in range(n):
+            hj = half_inverse[j]
+            work[i, j] = (hi if hi < hj else hj) if adjacency[i, j] != 0.0 else 0.0
+        work[i, i] = 0.0
+        for j in range(n):
+            row_sum[j] += work[i, j]
+    uniform = 1.0 / n
+    for i in range(n):
+        for j in range(n):
+            fundamental[i, j] = uniform - work[i, j]
+        self_weight = 1.0 - row_sum[i]
+        work[i, i] = self_weight
+        fundamental[i, i] = 1.0 - self_weight + uniform
+
+
+@njit(**NJIT_FLAGS)
 def _hitting_time_and_gap(adjacency, fundamental, work, vectors, seen, stack):
     """(H, gap) of one graph in the given workspaces (all n x n or length n).
 
@@ -71,35 +110,11 @@ def _hitting_time_and_gap(adjacency, fundamental, work, vectors, seen, stack):
         return 0.0, 1.0
     if not support_connected(adjacency, seen, stack):
         return np.inf, 0.0
-    # Lazy-Metropolis weights 1 / (2 max(deg_i, deg_j)) = min(1/(2 deg_i), 1/(2 deg_j))
-    # (rounding is monotone, so the two agree to the bit), written branch-free.
-    half_inverse = vectors[_HALF_INVERSE_DEGREE]
-    for i in range(n):
-        degree = 0.0
-        for j in range(n):
-            degree += 1.0 if adjacency[i, j] != 0.0 else 0.0
-        if adjacency[i, i] != 0.0:
-            degree -= 1.0
-        half_inverse[i] = 0.5 / degree
-    uniform = 1.0 / n
-    for i in range(n):
-        hi = half_inverse[i]
-        for j in range(n):
-            hj = half_inverse[j]
-            weight = (hi if hi < hj else hj) if adjacency[i, j] != 0.0 else 0.0
-            work[i, j] = weight
-            fundamental[i, j] = uniform - weight
-        work[i, i] = 0.0
-        row_sum = 0.0
-        for j in range(n):
-            row_sum += work[i, j]
-        self_weight = 1.0 - row_sum
-        work[i, i] = self_weight
-        fundamental[i, i] = 1.0 - self_weight + uniform
+    _weights_and_k(adjacency, work, fundamental, vectors[_HALF_INVERSE_DEGREE], vectors[_V])
     _invert_spd_in_place(fundamental, vectors[_P])
     largest = _largest_time(fundamental, vectors[_V])  # H = max_ij (z_jj - z_ij) / pi_j
     _tridiagonalize_in_place(work, vectors)
-    second = eigenvalue_of_rank(vectors[_DIAGONAL], vectors[_OFF_SQUARED], n, n - 2, False)
+    second = eigenvalue_of_rank(vectors[_DIAGONAL], vectors[_OFF_SQUARED], n, n - 2, True)
     return largest, 1.0 - abs(second)
 
 
