@@ -135,7 +135,6 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_choice, check_int
 from .._jobs import worker_count
@@ -150,6 +149,7 @@ from ..audit.stranger_bound import (
     required_noise_of_arrays,
 )
 from ..errors import InvalidInputError
+from ..kernels.unchecked import connected_unchecked
 from ..network.core import Network, Topology
 from ..network.quantities import adjacency_matrix as _link_matrix
 from ._autotag import autotag
@@ -310,8 +310,9 @@ class _Objective:
 
 
 def _connected(adjacency: NDArray[np.bool_]) -> bool:
-    count, _ = connected_components(csr_matrix(adjacency), directed=False)
-    return count == 1
+    # The compiled search on the dense links: building a sparse matrix of a 1,000-device
+    # topology at every move that removes links cost 27 ms, the search itself 1-3 ms.
+    return connected_unchecked(adjacency.astype(np.float64))
 
 
 def _every_device_dp(net: Network, starts: dict[str, Topology]) -> dict[str, Topology]:

@@ -19,7 +19,7 @@ Two ways give them, equal to rounding (``tests/design/test_spectral_features.py`
   :data:`FACTORED_MIN_DEVICES` devices on.  Each function is a resolvent in
   disguise: with S = W^2,
 
-  .. math:: C_g = W (I - g S)^{-1} W,\qquad
+  .. math:: C_g = W (I - g S)^{-1} W,\\qquad
             M = W (I - S + J)^{-1} W - J,
 
   (J = 11^T / n moves the consensus eigenvalue of I - S from 0 to 1), and the

@@ -300,8 +300,10 @@ def _batch_sizes(settings: FeatureSettings, counts: NDArray | None, n: int) -> N
     if counts is not None:
         sizes = counts.sum(axis=1)
     elif settings.n_samples is not None:
-        sizes = np.array([len(p) for p in np.array_split(np.arange(settings.n_samples), n)],
-                         dtype=np.float64)
+        # The sizes of numpy.array_split(range(n_samples), n): the first r parts one longer.
+        quotient, remainder = divmod(settings.n_samples, n)
+        sizes = np.full(n, float(quotient))
+        sizes[:remainder] += 1.0
     else:
         return np.full(n, float(settings.batch_size))
     return np.minimum(float(settings.batch_size), np.maximum(sizes, 1.0))

@@ -20,6 +20,8 @@ name                                     computes
 :func:`spectral_gap_unchecked`           :func:`topokit.kernels.spectral_gap`
 :func:`walk_summary_unchecked`           both of the above for one weight matrix,
                                          classified once
+:func:`connected_unchecked`              whether the links of one (n, n) matrix
+                                         connect its nodes
 =======================================  ============================================
 
 The two Numba kernels can be called from other Numba code; the status of
@@ -34,6 +36,7 @@ from numpy.typing import NDArray
 
 from . import _fused, _gap, _hitting, _router
 from ._config import chunks
+from ._connectivity import support_connected
 from ._hitting import OK, REDUCIBLE_WITH_TRANSIENT_STATES, hitting_times_one
 from ._weights import lazy_metropolis_one
 
@@ -47,6 +50,7 @@ __all__ = [
     "spectral_gap_unchecked",
     "hitting_time_and_gap_unchecked",
     "walk_summary_unchecked",
+    "connected_unchecked",
 ]
 
 def hitting_times_unchecked(transition: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -97,3 +101,12 @@ def hitting_time_and_gap_unchecked(
         hitting, gap = _fused.hitting_time_and_gap_one(adjacency)
         return float(hitting), float(gap)
     return _fused.hitting_time_and_gap_large(adjacency)
+
+
+def connected_unchecked(matrix: NDArray[np.float64]) -> bool:
+    """Whether the support of one (n, n) float64 matrix (a_ij != 0 or a_ji != 0, i != j) is
+    connected: a bit-mask sweep up to 64 nodes, else a depth-first search, O(n^2) and no
+    sparse matrix to build."""
+    n = matrix.shape[0]
+    return bool(support_connected(matrix, np.empty(n, dtype=np.int64),
+                                  np.empty(n, dtype=np.int64)))
