@@ -25,7 +25,7 @@ def _weights(kind: str, n: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("kind", ["lazy", "fastest"])
-@pytest.mark.parametrize("gamma", [0.0, 0.5, 0.99])
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 0.5, 0.99, 1 - 1e-12, float(np.nextafter(1.0, 0.0))])
 def test_both_ways_give_the_same_functions(kind, gamma):
     rng = np.random.default_rng(7)
     weights = _weights(kind, 40, seed=3)
@@ -64,8 +64,27 @@ def test_the_choice_follows_the_size_and_a_failed_factor_falls_back(monkeypatch)
     assert isinstance(spectral_functions(weights, 0.99, gap=0.1), EigenFunctions)
     monkeypatch.setattr(_spectral, "FACTORED_MIN_DEVICES", 40)
     assert isinstance(spectral_functions(weights, 0.99, gap=0.1), FactoredFunctions)
-    # gamma = 1 makes I - g W^2 singular: the factor fails and the eigenpairs answer.
-    assert isinstance(spectral_functions(weights, 1.0, gap=0.1), EigenFunctions)
+    # 3I is no mixing matrix: I - sqrt(g) (3I - J) is not positive definite.
+    assert isinstance(spectral_functions(3.0 * np.eye(40), 0.99, gap=0.1), EigenFunctions)
+
+
+def test_a_failed_disagreement_factor_takes_the_eigenpairs_or_inf(monkeypatch):
+    rows = np.arange(40) % 3 == 0
+    connected = _weights("lazy", 40, seed=1)
+    split = np.zeros((40, 40))
+    split[:20, :20], split[20:, 20:] = _adjacency(20, 2), _adjacency(20, 4)
+    disconnected = lazy_metropolis(split)
+    factored = {name: FactoredFunctions(w, 0.99, connected=True)
+                for name, w in (("connected", connected), ("disconnected", disconnected))}
+
+    def fails(matrix):
+        raise np.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(_spectral, "_cholesky", fails)
+    np.testing.assert_array_equal(factored["connected"].disagreement_diagonal(rows),
+                                  EigenFunctions(connected, 0.99).disagreement_diagonal(rows))
+    np.testing.assert_array_equal(factored["disconnected"].disagreement_diagonal(rows),
+                                  np.where(rows, np.inf, 0.0))
 
 
 def test_a_disconnected_w_is_not_connected_either_way(monkeypatch):

@@ -16,29 +16,33 @@ Two ways give them, equal to rounding (``tests/design/test_spectral_features.py`
   :data:`FACTORED_MIN_DEVICES` devices.  The shipped predictors were fitted on
   features computed this way, and small topologies keep them to the bit.
 - :class:`FactoredFunctions`: Cholesky factors of matrices shifted from W, from
-  :data:`FACTORED_MIN_DEVICES` devices on.  Each function is a resolvent in
-  disguise: with S = W^2,
+  :data:`FACTORED_MIN_DEVICES` devices on.  With the consensus mode set apart,
+  W0 = W - J (J = 11^T / n; W0 has the eigenvalues lambda_k, k >= 2, and 0 on the
+  constant vector), each function is a resolvent in disguise:
 
-  .. math:: C_g = W (I - g S)^{-1} W,\\qquad
-            M = W (I - S + J)^{-1} W - J,
+  .. math:: C_g = W_0 (I - g W_0^2)^{-1} W_0 + \\frac{J}{1 - g},\\qquad
+            M = W_0 (I - W_0^2)^{-1} W_0,
 
-  (J = 11^T / n moves the consensus eigenvalue of I - S from 0 to 1), and the
-  drift is (1 - g) (I - g W)^{-1} W P, as P has no consensus component.  S is
-  never formed: 1 / (1 - g x^2) = (1 / (1 - s x) + 1 / (1 + s x)) / 2 with
-  s = sqrt(g), so (I - g S)^{-1} = ((I - sW)^{-1} + (I + sW)^{-1}) / 2, and
-  likewise (I - S + J)^{-1} = ((I - W + J)^{-1} + (I + W)^{-1}) / 2 + J / 4.
-  A diagonal entry is then a sum of quadratic forms w_i^T R^{-1} w_i = ||L^{-1} w_i||^2
-  (R = L L^T positive definite), computed for the rows that are read only
-  (the DP devices'), with no cancellation but M's 3 / (4n).  The mean of the
-  felt diagonal is (tr (I - g S)^{-1} - n) / (g n), the traces from triangular
-  inverses: a subtraction whose relative error stays below about n eps / g
-  times the factors' condition, so below g = 1/2 it is summed row by row instead.
-  Cholesky factors and triangular solves are BLAS-3, n^3 / 3 flops each, where
-  an eigendecomposition costs several n^3, much of it in BLAS-2: at 1,000
-  devices, one core, the features of a topology take 0.13 s instead of 0.18 s.
+  and the drift is (1 - g) (I - g W0)^{-1} W0 P, as P has no consensus
+  component.  W0^2 is never formed: 1 / (1 - g x^2) = (1 / (1 - s x) + 1 / (1 + s x)) / 2
+  with s = sqrt(g), so (I - g W0^2)^{-1} = ((I - sW0)^{-1} + (I + sW0)^{-1}) / 2, and
+  (I - W0^2)^{-1} = ((I - W0)^{-1} + (I + W0)^{-1}) / 2.  A diagonal entry is then a
+  sum of quadratic forms w0_i^T R^{-1} w0_i = ||L^{-1} w0_i||^2 (R = L L^T positive
+  definite), without cancellation, computed for the rows that are read only (the DP
+  devices'); the consensus share 1 / (n (1 - g)) is added exactly, so no factor's
+  conditioning depends on 1 - g.  The mean of the felt diagonal is
+  (tr (I - g W0^2)^{-1} - n) / (g n) + 1 / (n (1 - g)), the trace from triangular
+  inverses: a subtraction whose relative error grows like n eps / g times the factors'
+  condition, so below g = 1/2 it is summed row by row instead.  Cholesky factors and
+  triangular solves are BLAS-3, n^3 / 3 flops each, where an eigendecomposition costs
+  several n^3, much of it in BLAS-2: at 1,000 devices, one core, the features of a
+  topology take 0.13 s instead of 0.18 s.
 
-A factorisation that fails (W with an eigenvalue at -1 or a second one at 1 that
-the gap missed) falls back to the eigenpairs, so both ways agree on every input.
+The factors of I -+ sW0 are positive definite for every W with eigenvalues in [-1, 1]
+and g < 1; those of I -+ W0 are singular exactly when W has a second eigenvalue of modulus
+1, when the gap is 0 and M is never asked for.  A factorisation that fails all the same
+(rounding, a gap at the tolerance) falls back to the eigenpairs, and to inf for M where
+they too find a second eigenvalue of modulus 1.
 """
 
 from __future__ import annotations
@@ -109,47 +113,54 @@ class FactoredFunctions:
     def __init__(self, weights: NDArray[np.float64], gamma: float, connected: bool):
         self.weights, self.gamma, self.connected = weights, gamma, connected
         self.n = weights.shape[0]
+        # W0 = W - J: the consensus mode set apart, so that no factor's conditioning
+        # depends on 1 - gamma (its share, 1 / (1 - g), is added exactly).
+        self.deflated = weights - 1.0 / self.n
         identity, root = np.eye(self.n), np.sqrt(gamma)
-        # (I - g S)^{-1} = ((I - sW)^{-1} + (I + sW)^{-1}) / 2 with s = sqrt(g): no S to form.
-        # Both factors are taken here, so a W that cannot be factored falls back at once.
-        self.felt_factors = (_cholesky(identity - root * weights),
-                             _cholesky(identity + root * weights))
+        # (I - g W0^2)^{-1} = ((I - sW0)^{-1} + (I + sW0)^{-1}) / 2 with s = sqrt(g).
+        self.felt_factors = (_cholesky(identity - root * self.deflated),
+                             _cholesky(identity + root * self.deflated))
 
     def felt_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
-        """(C_g)_ii = w_i^T (I - g S)^{-1} w_i on ``rows``, 0 elsewhere."""
-        return self._halved_forms(self.felt_factors, rows)
-
-    def felt_mean(self) -> float:
-        """tr C_g / n, from tr (I - g S)^{-1} = (||L_-^{-1}||_F^2 + ||L_+^{-1}||_F^2) / 2."""
-        if self.gamma < _TRACE_IDENTITY_MIN_GAMMA:
-            return float(self._halved_forms(self.felt_factors, np.ones(self.n, bool)).mean())
-        inverse_trace = sum(_inverse_norm2(lower) for lower in self.felt_factors) / 2.0
-        # tr C_g = (tr (I - g S)^{-1} - n) / g: the relative error grows like n / g eps.
-        return float((inverse_trace - self.n) / self.gamma / self.n)
-
-    def disagreement_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
-        """M_ii on ``rows`` (0 elsewhere), with (I - S + J)^{-1} = (P + Q) / 2 + J / 4,
-        P = (I - W + J)^{-1} and Q = (I + W)^{-1}: M_ii = w_i^T (P + Q) w_i / 2 - 3 / (4n)."""
-        identity = np.eye(self.n)
-        try:
-            factors = (_cholesky(identity - self.weights + 1.0 / self.n),
-                       _cholesky(identity + self.weights))
-        except np.linalg.LinAlgError:  # a gap near UNIT_EIGENVALUE_TOL: I - W + J near singular
-            return EigenFunctions(self.weights, self.gamma).disagreement_diagonal(rows)
-        diagonal = self._halved_forms(factors, rows)
-        diagonal[rows] -= 0.75 / self.n
+        """(C_g)_ii = w0_i^T (I - g W0^2)^{-1} w0_i + 1 / (n (1 - g)) on ``rows``, 0 elsewhere."""
+        diagonal = self._halved_forms(self.felt_factors, rows)
+        diagonal[rows] += self._consensus_share()
         return diagonal
 
+    def felt_mean(self) -> float:
+        """tr C_g / n: tr (I - g W0^2)^{-1} from the triangular inverses (module notes)."""
+        if self.gamma < _TRACE_IDENTITY_MIN_GAMMA:
+            return float(self.felt_diagonal(np.ones(self.n, dtype=bool)).mean())
+        inverse_trace = sum(_inverse_norm2(lower) for lower in self.felt_factors) / 2.0
+        # sum_{k>=2} lambda_k^2 / (1 - g lambda_k^2) = (tr (I - g W0^2)^{-1} - n) / g.
+        return float((inverse_trace - self.n) / self.gamma / self.n + self._consensus_share())
+
+    def disagreement_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """M_ii = w0_i^T (I - W0^2)^{-1} w0_i on ``rows``, 0 elsewhere."""
+        identity = np.eye(self.n)
+        try:
+            factors = (_cholesky(identity - self.deflated), _cholesky(identity + self.deflated))
+        except np.linalg.LinAlgError:  # a gap at UNIT_EIGENVALUE_TOL: I -+ W0 near singular
+            eigen = EigenFunctions(self.weights, self.gamma)
+            if not eigen.connected:
+                return np.where(rows, np.inf, 0.0)
+            return eigen.disagreement_diagonal(rows)
+        return self._halved_forms(factors, rows)
+
     def drift_norm2(self, centred: NDArray[np.float64]) -> float:
-        """||(1 - g) (I - g W)^{-1} W centred||_F^2 (centred has no consensus component)."""
-        lower = _cholesky(np.eye(self.n) - self.gamma * self.weights)
-        drift = sl.cho_solve((lower, True), self.weights @ centred, check_finite=False)
+        """||(1 - g) (I - g W0)^{-1} W0 centred||_F^2 (centred has no consensus component)."""
+        lower = _cholesky(np.eye(self.n) - self.gamma * self.deflated)
+        drift = sl.cho_solve((lower, True), self.deflated @ centred, check_finite=False)
         return float(np.sum(((1.0 - self.gamma) * drift) ** 2))
+
+    def _consensus_share(self) -> float:
+        return 1.0 / (self.n * (1.0 - self.gamma))
 
     def _halved_forms(self, factors: tuple[NDArray[np.float64], NDArray[np.float64]],
                       rows: NDArray[np.bool_]) -> NDArray[np.float64]:
-        """(w_i^T A^{-1} w_i + w_i^T B^{-1} w_i) / 2 on ``rows``, 0 elsewhere (A = L_a L_a^T)."""
-        columns = self.weights[:, rows]
+        """(w0_i^T A^{-1} w0_i + w0_i^T B^{-1} w0_i) / 2 on ``rows``, 0 elsewhere
+        (A = L_a L_a^T, B = L_b L_b^T)."""
+        columns = self.deflated[:, rows]
         diagonal = np.zeros(self.n)
         diagonal[rows] = sum(_column_norms2(sl.solve_triangular(
             lower, columns, lower=True, check_finite=False)) for lower in factors) / 2.0

@@ -263,7 +263,7 @@ def hitting_time_and_gap(
     connected graph, inverted without pivoting) as
     :math:`\\max_{ij} n (z_{jj} - z_{ij})`; :math:`\\lambda_2` by Householder
     tridiagonalisation, Sturm counts and Laguerre's method, to the last bit
-    a Sturm-count bisection gives.
+    (the pair of floats a Sturm-count bisection ends on).
 
     Examples
     --------

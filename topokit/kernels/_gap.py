@@ -241,7 +241,8 @@ def _confirmed(diagonal, off_squared, n, target, root):
 
     The answer is the midpoint of two neighbouring floats across which the
     Sturm count passes ``target``: the pair a pure bisection ends on (the same
-    pair wherever the count is monotone in x).  Laguerre's root is almost
+    pair wherever the count is monotone in x, but at the bracket's ends; see
+    :func:`eigenvalue_of_rank`).  Laguerre's root is almost
     always within one ulp of it (every one of 1,000 random graphs of 16, 32 and
     64 nodes): the two pairs around the root are tried first (one count of
     three points), then 8 ulps either side and bisection.
@@ -270,10 +271,13 @@ def eigenvalue_of_rank(diagonal, off_squared, n, target, laguerre):
     ulps wide, then bisection: the one bisection of the package.  With
     ``laguerre=True`` (the fused kernel's lambda_2 and :func:`spectral_gap`'s),
     once the bracket holds that eigenvalue alone, safeguarded Laguerre (cubic
-    convergence instead of two bits per count), then the last bit around its
-    root by Sturm counts (:func:`_confirmed`): the result is the bracket a
-    pure bisection would give.  A multiple eigenvalue is never isolated and is
-    bisected all the way.
+    convergence instead of two bits per three counts), then the last bit
+    around its root by Sturm counts (:func:`_confirmed`): the result is the
+    bracket a pure bisection would give, except for an eigenvalue on an end of
+    the Gershgorin bracket (where the bisection never counts, and ends 1-2 ulps
+    outside the crossing Laguerre finds; for the fused lambda_2 only a multiple
+    eigenvalue can sit there, and that is bisected).  A multiple eigenvalue is
+    never isolated and is bisected all the way.
     """
     low, high = _gershgorin_bracket(diagonal, off_squared, n)
     below_low, below_high = 0, n  # invariant: below_low <= target < below_high
