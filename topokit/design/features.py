@@ -57,6 +57,7 @@ from ..network.core import Network, Topology, class_count_matrix
 from ..network.quantities import adjacency_matrix
 from ._spectral import EigenFunctions, FactoredFunctions, spectral_functions
 
+#: Either way of computing the features' functions of W (:mod:`._spectral`).
 SpectralFunctions = EigenFunctions | FactoredFunctions
 
 __all__ = [
@@ -93,6 +94,7 @@ def __getattr__(name: str) -> Any:
     if name == "DEFAULT_NOISE_MULTIPLIER":
         return _default_noise_multiplier()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 @dataclass(frozen=True)
 class FeatureSettings:
