@@ -47,6 +47,8 @@ they too find a second eigenvalue of modulus 1.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg as sl
 from numpy.typing import NDArray
@@ -76,9 +78,13 @@ class EigenFunctions:
         self.connected = bool(self.values.size == 0
                               or np.abs(self.values).max() < 1.0 - UNIT_EIGENVALUE_TOL)
 
+    @functools.cached_property
+    def _squared_vectors(self) -> NDArray[np.float64]:
+        return self.vectors**2
+
     def _mode_diagonal(self, weight: NDArray[np.float64]) -> NDArray[np.float64]:
         """diag(sum_k weight_k u_k u_k^T) over the non-consensus modes."""
-        return (self.vectors**2) @ weight
+        return self._squared_vectors @ weight
 
     def disagreement_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
         """M_ii on every row (``rows``, the rows that are read, is not needed here)."""
@@ -87,14 +93,19 @@ class EigenFunctions:
 
     def felt_diagonal(self, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
         """(C_g)_ii on every row, the consensus mode's 1 / (n (1 - g)) included."""
+        return self._felt_diagonal
+
+    def felt_mean(self) -> float:
+        """tr C_g / n."""
+        return float(self._felt_diagonal.mean())
+
+    @functools.cached_property
+    def _felt_diagonal(self) -> NDArray[np.float64]:
+        # Read twice (the felt noise and n_W): computed once.
         squared = self.values**2
         n = self.vectors.shape[0]
         return (1.0 / (n * (1.0 - self.gamma))
                 + self._mode_diagonal(squared / (1.0 - self.gamma * squared)))
-
-    def felt_mean(self) -> float:
-        """tr C_g / n."""
-        return float(self.felt_diagonal(np.ones(self.vectors.shape[0], dtype=bool)).mean())
 
     def drift_norm2(self, centred: NDArray[np.float64]) -> float:
         """||sum_{k>=2} (1 - g) lambda_k / (1 - g lambda_k) u_k u_k^T centred||_F^2."""
