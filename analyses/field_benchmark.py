@@ -390,18 +390,19 @@ def _validate(net, specs: dict, setting: Setting, options: Options, seed: int):
 
 
 def _with_eq15(net, result) -> pd.DataFrame:
-    """The runs with eq. (15)'s predicted time (``paper_time``, NaN for a schedule) and a
-    digest of each static topology (``topology_key``: two names of one topology share it)."""
+    """The runs with eq. (15)'s predicted time (``paper_time``: its G' from H and phi, a
+    schedule's those of its rounds (:func:`topokit.evaluate`), times the run's L) and a
+    digest of each static topology (``topology_key``: two names of one topology share
+    it)."""
     paper = load_predictor("paper")
     eq15, keys = {}, {}
     for name, topology in result.topologies.items():
-        static = isinstance(topology, Topology)
-        eq15[name] = (evaluate(net, topology, predictor=paper).pseudo_time if static
-                      else np.nan)
-        keys[name] = canonical(topology) if static else f"schedule:{name}"
+        eq15[name] = evaluate(net, topology, predictor=paper).predicted_global_iterate
+        keys[name] = (canonical(topology) if isinstance(topology, Topology)
+                      else f"schedule:{name}")
     frame = result.frame
-    return frame.assign(paper_time=frame["topology"].map(eq15).astype(float),
-                        topology_key=frame["topology"].map(keys))
+    paper_time = frame["topology"].map(eq15).astype(float) * frame["local_iterate"]
+    return frame.assign(paper_time=paper_time, topology_key=frame["topology"].map(keys))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -636,10 +637,12 @@ PREDICTORS = {
 }
 
 
-def spearman_cells(runs: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
+def spearman_cells(runs: pd.DataFrame, by: list[str] = BY, *,
+                   schedules: bool = False) -> pd.DataFrame:
     """Per setting: Spearman's rho of each predictor's predicted time (:data:`PREDICTORS`)
-    against the measured time, over every run of its static topologies (never reached:
-    slowest; a topology under two names once).
+    against the measured time, over every run of its static topologies, and of its
+    time-varying ones too with ``schedules`` (never reached: slowest; a topology under two
+    names once).
 
     Examples
     --------
@@ -655,9 +658,9 @@ def spearman_cells(runs: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
     >>> [float(cell[p]) for p in PREDICTORS], int(cell["runs"])
     ([1.0, -1.0, 1.0, 1.0], 4)
     """
-    static = runs[~runs["kind"].isin(PEER_KINDS)]
+    ranked = runs if schedules else runs[~runs["kind"].isin(PEER_KINDS)]
     rows = []
-    for key, cell in static.groupby(by, sort=False):
+    for key, cell in ranked.groupby(by, sort=False):
         cell = cell.drop_duplicates(["topology_key", "trial"])
         measured = cell["measured_time"].astype(float).fillna(np.inf).to_numpy()
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
@@ -666,6 +669,56 @@ def spearman_cells(runs: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
         rows.append({**row, "runs": int(len(cell)),
                      "never_reached": int(np.isinf(measured).sum())})
     return pd.DataFrame(rows)
+
+
+def schedule_calls(table: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
+    """Per setting: which of ``optimize``'s design and the time-varying peers topokit's
+    predictions call fastest (smallest median ``pseudo_time`` over the trials), which was
+    measured fastest (smallest median ``censored`` time), and the measured median time of
+    each over the design's: what ``optimize`` would gain or lose if it returned the
+    schedule its predictor calls faster than its design.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"network": "a", "trial": [0, 1] * 3,
+    ...                       "method": ["optimize"] * 2 + ["base"] * 2 + ["epidemic"] * 2,
+    ...                       "pseudo_time": [5.0, 5.0, 6.0, 6.0, 4.0, 4.0],
+    ...                       "censored": [8.0, 10.0, 12.0, 12.0, 8.0, 8.0]})
+    >>> row = schedule_calls(table, by=["network"]).iloc[0]
+    >>> row["called"], row["fastest"], float(row["called_vs_design"])
+    ('epidemic', 'epidemic', 0.8888888888888888)
+    """
+    part = table[table["method"].isin((LEAD, *TIME_VARYING))]
+    medians = (part.groupby([*by, "method"], sort=False)
+               .agg(predicted=("pseudo_time", "median"), measured=("censored", "median"))
+               .reset_index())
+    rows = []
+    for key, cell in medians.groupby(by, sort=False):
+        design = float(cell.loc[cell["method"] == LEAD, "measured"].iloc[0])
+        called = cell.loc[cell["predicted"].idxmin()]
+        fastest = cell.loc[cell["measured"].idxmin()]
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                     "called": called["method"], "fastest": fastest["method"],
+                     "called_vs_design": float(called["measured"]) / design,
+                     "fastest_vs_design": float(fastest["measured"]) / design})
+    return pd.DataFrame(rows)
+
+
+def schedule_call_summary(calls: pd.DataFrame) -> dict[str, Any]:
+    """How often the predictions call a schedule faster than the design, how often they
+    call the measured fastest, and the measured ratio to the design of what they call
+    (geometric mean and worst) against that of the measured fastest."""
+    if calls.empty:
+        return {"settings": 0}
+    return {"settings": int(len(calls)),
+            "called_a_schedule": int((calls["called"] != LEAD).sum()),
+            "measured_a_schedule_fastest": int((calls["fastest"] != LEAD).sum()),
+            "called_the_fastest": int((calls["called"] == calls["fastest"]).sum()),
+            "called_vs_design_geometric": _plain(np.exp(np.log(calls["called_vs_design"])
+                                                        .mean())),
+            "called_vs_design_worst": _plain(calls["called_vs_design"].max()),
+            "fastest_vs_design_geometric": _plain(np.exp(np.log(calls["fastest_vs_design"])
+                                                         .mean()))}
 
 
 def spearman_summary(cells: pd.DataFrame) -> dict[str, Any]:
@@ -793,8 +846,21 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
 
 
-def print_spearman(summary: dict[str, Any]) -> None:
-    print("\nSpearman of predicted vs measured time, static topologies, per setting "
+def print_calls(summary: dict[str, Any]) -> None:
+    if not summary["settings"]:
+        return
+    print(f"\nThe design or a schedule, as topokit's predictions call it, in "
+          f"{summary['settings']} settings: a schedule called faster in "
+          f"{summary['called_a_schedule']} (measured faster in "
+          f"{summary['measured_a_schedule_fastest']}); the measured fastest called in "
+          f"{summary['called_the_fastest']}; measured time of what is called / the design's: "
+          f"geometric mean {_fmt(summary['called_vs_design_geometric'])}, worst "
+          f"{_fmt(summary['called_vs_design_worst'])} (of the measured fastest: "
+          f"{_fmt(summary['fastest_vs_design_geometric'])})")
+
+
+def print_spearman(summary: dict[str, Any], ranked: str = "static topologies") -> None:
+    print(f"\nSpearman of predicted vs measured time, {ranked}, per setting "
           "(never = slowest); median over the settings of each class (no predictor saw "
           "these networks: leave-network-out):")
     names = list(PREDICTORS)
@@ -990,16 +1056,24 @@ def main(argv=None) -> None:
     goals = goal_summary(rows)
     cells = spearman_cells(runs)
     spearman = spearman_summary(cells)
+    spearman_all = spearman_summary(spearman_cells(runs, schedules=True))
+    calls = schedule_calls(table)
+    call_summary = schedule_call_summary(calls)
     stem = "field_benchmark_quick" if args.quick else "field_benchmark"
     runs.to_parquet(out_path(f"{stem}.parquet"), index=False)
     figure(rows).savefig(out_path(f"{stem}.png"), dpi=120)
     print_settings(rows)
     print_goals(goals)
     print_spearman(spearman)
+    print_spearman(spearman_all, "static and time-varying topologies")
+    print_calls(call_summary)
     refused = refusals(runs)
     print_refusals(refused)
-    write_json(f"{stem}.json", payload(args, nets, rows, goals, cells, spearman,
-                                       design_records(runs), refused))
+    record = payload(args, nets, rows, goals, cells, spearman, design_records(runs), refused)
+    record.update({"spearman_summary_with_schedules": spearman_all,
+                   "schedule_calls": call_summary,
+                   "schedule_call_settings": json.loads(calls.to_json(orient="records"))})
+    write_json(f"{stem}.json", record)
     per_run = timings.drop_duplicates(["network", "skewness", "epsilon_round", "target",
                                        "topology", "trial"])
     write_json(f"{stem}_timings.json", {

@@ -241,3 +241,40 @@ def test_the_goals_name_static_peer_wins_and_count_the_best_peers():
     assert against["best_peer_in"] == 1
     assert against["geometric_ratio_at_K0"] == pytest.approx(1.1)
     assert against["geometric_ratio_at_K0.8"] == pytest.approx(np.sqrt(0.25 * 0.5))
+
+
+def test_spearman_cells_rank_the_schedules_too_when_asked():
+    cell = _cell("a", [1.0, 2.0, 3.0, None],
+                 pseudo_time=[1.0, 2.0, 3.0, 4.0], paper_time=[2.0, 1.0, 3.0, 4.0],
+                 spectral_gap=[0.1, 0.2, 0.3, 0.4], effective_neighbours=[4.0, 3.0, 2.0, 1.0])
+    schedule = cell.iloc[[2]].assign(topology="epidemic", kind="epidemic",
+                                     topology_key="schedule:epidemic", measured_time=2.5,
+                                     measured_rounds=1.25, pseudo_time=0.5)
+    runs = pd.concat([cell, schedule], ignore_index=True)
+    assert field.spearman_cells(runs).iloc[0]["runs"] == 4
+    row = field.spearman_cells(runs, schedules=True).iloc[0]
+    # The schedule is predicted fastest and measured third of five: rho = 0.7.
+    assert row["runs"] == 5 and row["topokit"] == pytest.approx(0.7)
+
+
+def test_schedule_calls_say_what_the_predictions_pick_and_what_it_costs():
+    rows = []
+    for network, (design, base, epidemic) in {"a": ((5.0, 10.0), (6.0, 20.0), (4.0, 8.0)),
+                                              "b": ((5.0, 10.0), (9.0, 30.0), (4.0, 15.0)),
+                                              "c": ((5.0, 10.0), (6.0, 5.0), (7.0, 12.0))
+                                              }.items():
+        for method, (predicted, measured) in (("optimize", design), ("base", base),
+                                              ("epidemic", epidemic), ("ndlf", (1.0, 1.0))):
+            rows += [{"network": network, "method": method, "trial": trial,
+                      "pseudo_time": predicted, "censored": measured} for trial in (0, 1)]
+    calls = field.schedule_calls(pd.DataFrame(rows), by=BY).set_index("network")
+    # NDLF is not a candidate: the design against the schedules only.
+    assert calls["called"].tolist() == ["epidemic", "epidemic", "optimize"]
+    assert calls["fastest"].tolist() == ["epidemic", "optimize", "base"]
+    assert calls["called_vs_design"].tolist() == [0.8, 1.5, 1.0]
+    summary = field.schedule_call_summary(calls.reset_index())
+    assert summary["called_a_schedule"] == 2 and summary["called_the_fastest"] == 1
+    assert summary["measured_a_schedule_fastest"] == 2
+    assert summary["called_vs_design_worst"] == 1.5
+    assert summary["called_vs_design_geometric"] == pytest.approx((0.8 * 1.5) ** (1 / 3))
+    assert summary["fastest_vs_design_geometric"] == pytest.approx((0.8 * 0.5) ** (1 / 3))

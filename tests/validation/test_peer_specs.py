@@ -12,11 +12,12 @@ import pytest
 from topokit import Topology, TopologySchedule, load_example, validate
 from topokit._random import keyed_seed
 from topokit.cli import app
+from topokit.design.metrics import evaluate
 from topokit.design.peers import base_graph, equistatic, one_peer_exponential
 from topokit.errors import InvalidInputError, InvalidTopologyError
 from topokit.network.siot import siot
 from topokit.training import train
-from topokit.validation.core import _EQUISTATIC, NOT_PREDICTED_NOTE, parse_topology_specs
+from topokit.validation.core import _EQUISTATIC, SCHEDULE_PREDICTION_NOTE, parse_topology_specs
 
 from cli_errors import check_one_line, runner
 
@@ -71,7 +72,7 @@ def test_equistatic_is_u_equistatic_over_the_network_drawn_from_the_seed(net, re
     # A static topology: predicted like the exponential graph, measured like it.
     frame = result.frame.set_index("topology")
     assert np.isfinite(frame.loc["equistatic:3", "hitting_time"])
-    assert "equistatic:3" not in result.config["not_predicted"]["topologies"]
+    assert "equistatic:3" not in result.config["schedules_extrapolated"]["topologies"]
 
 
 def test_equistatic_without_m_draws_ceil_log2_n_offsets(net):
@@ -98,16 +99,24 @@ def test_measured_time_is_the_sum_of_the_rounds_times(net, digits, result):
     assert curve["time"].tolist() == pytest.approx(run.elapsed(run.rounds).tolist())
 
 
-def test_a_schedule_is_not_predicted_and_the_result_says_so_once(result):
+def test_a_schedule_is_predicted_from_its_rounds_and_the_result_says_so_once(net, result):
     frame = result.frame.set_index("topology")
     peers = ["one-peer-exponential", "base:2", "epidemic:2"]
-    for column in ("hitting_time", "predicted_global_iterate", "pseudo_time", "noise_average"):
-        assert frame.loc[peers, column].isna().all(), column
-        assert frame.loc[["ndlf", "exponential", "equistatic:3"], column].notna().all(), column
+    for column in ("hitting_time", "predicted_global_iterate", "pseudo_time", "noise_average",
+                   "effective_neighbours"):
+        assert frame.loc[peers + ["ndlf", "exponential", "equistatic:3"], column].notna().all()
+    # Its time is at the mean time of the rounds run; its gap is its rounds' contraction.
+    for peer in peers:
+        row = frame.loc[peer]
+        assert row["pseudo_time"] == pytest.approx(
+            row["predicted_global_iterate"] * row["local_iterate"], rel=1e-12)
+        gap = evaluate(net, result.topologies[peer]).spectral_gap
+        assert row["spectral_gap"] == pytest.approx(gap, rel=1e-12) and 0 < gap <= 1
     # The stranger audit is not a prediction: a schedule's gossips over its rounds in turn.
     exposed = frame.loc[peers, "exposed_stranger_pairs"]
     assert exposed.notna().all() and (exposed <= frame.loc[peers, "stranger_pairs"]).all()
-    assert result.config["not_predicted"] == {"topologies": peers, "why": NOT_PREDICTED_NOTE}
+    assert result.config["schedules_extrapolated"] == {"topologies": peers,
+                                                        "why": SCHEDULE_PREDICTION_NOTE}
     # What is known of a schedule is there: its DP devices, its mean round time, its links.
     assert (frame.loc[peers, "local_iterate"] > 0).all()
     assert frame.loc["epidemic:2", "n_dp_devices"] == len(
@@ -115,11 +124,16 @@ def test_a_schedule_is_not_predicted_and_the_result_says_so_once(result):
     json.dumps(result.to_dict())  # the schedules write as JSON too
 
 
-def test_correlations_leave_out_what_nothing_predicted(net):
+def test_correlations_rank_the_schedules_and_leave_out_what_an_old_result_did_not_predict(
+        net):
     with_peers = validate(net, "ndlf,dlfdp,exponential,one-peer-exponential", **QUICK)
     static = validate(net, "ndlf,dlfdp,exponential", **QUICK)
+    assert "schedules_extrapolated" not in static.config
+    assert with_peers.correlations()["n"].tolist() == [4]
+    # A result written before schedules were predicted names them under "not_predicted".
+    old = with_peers.config.pop("schedules_extrapolated")
+    with_peers.config["not_predicted"] = old
     assert with_peers.correlations().equals(static.correlations())
-    assert "not_predicted" not in static.config
 
 
 def test_a_users_schedule_trains_by_name(net):

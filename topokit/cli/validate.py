@@ -479,7 +479,7 @@ def _print_validation(result, name, n_devices: int, trials: int, used: _DataUsed
                                             "trial(s) per topology"), _correlation_table(result))
     if not result.frame["dp_formal"].astype(bool).all():
         console.print(f"[bold]Note[/]: {NOMINAL_EPSILON_NOTE}")
-    unjudged = result.config.get("not_predicted")
+    unjudged = result.config.get("schedules_extrapolated") or result.config.get("not_predicted")
     if unjudged:
         console.print(escape(f"Note: {', '.join(unjudged['topologies'])}: {unjudged['why']}"),
                       highlight=False)

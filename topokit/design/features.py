@@ -42,7 +42,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -55,6 +55,8 @@ from ..kernels import lazy_metropolis
 from ..kernels.unchecked import hitting_time_and_gap_unchecked, walk_summary_unchecked
 from ..network.core import Network, Topology, class_count_matrix
 from ..network.quantities import adjacency_matrix
+from ..network.schedule import TopologySchedule
+from ._schedule_walk import ScheduleFunctions
 from ._spectral import EigenFunctions, FactoredFunctions, spectral_functions
 
 #: Either way of computing the features' functions of W (:mod:`._spectral`).
@@ -336,7 +338,7 @@ def _device_noise(settings: FeatureSettings, n: int) -> float | NDArray[np.float
     return np.array(settings.device_noise_multipliers)
 
 
-def _noise_features(variances: NDArray, functions: SpectralFunctions,
+def _noise_features(variances: NDArray, functions: SpectralFunctions | ScheduleFunctions,
                     gamma: float) -> dict[str, float]:
     n = variances.size
     average = float(variances.sum() / n**2)
@@ -352,8 +354,9 @@ def _noise_features(variances: NDArray, functions: SpectralFunctions,
             "noise_felt": felt, "effective_neighbours": neighbours}
 
 
-def _heterogeneity_features(counts: NDArray | None, weights: NDArray,
-                            functions: SpectralFunctions) -> dict[str, float]:
+def _heterogeneity_features(counts: NDArray | None,
+                            neighbourhood_norm2: Callable[[NDArray], float],
+                            functions: SpectralFunctions | ScheduleFunctions) -> dict[str, float]:
     if counts is None:
         return {"heterogeneity_local": 0.0, "heterogeneity_neighbourhood": 0.0,
                 "heterogeneity_disagreement": 0.0}
@@ -362,7 +365,7 @@ def _heterogeneity_features(counts: NDArray | None, weights: NDArray,
     centred = proportions - proportions.mean(axis=0)
     n = counts.shape[0]
     local = float(np.sum(centred**2) / n)
-    neighbourhood = float(np.sum((weights @ centred) ** 2) / n)
+    neighbourhood = float(neighbourhood_norm2(centred) / n)
     # The drift (1 - gamma) sum_{t>=1} gamma^{t-1} W^t (I - J) Pi that mixing leaves.
     return {"heterogeneity_local": local, "heterogeneity_neighbourhood": neighbourhood,
             "heterogeneity_disagreement": functions.drift_norm2(centred) / n}
@@ -509,11 +512,49 @@ def _features(net: Network, topology: Topology | None, class_counts: ArrayLike |
         raise InvalidInputError(f"net must be a topokit Network; got {type(net).__name__}")
     if topology is None:
         topology = Topology(list(net.social.edges))
+    if not isinstance(topology, (Topology, TopologySchedule)):
+        raise InvalidInputError("topology must be a topokit Topology, TopologySchedule or None; "
+                                f"got {type(topology).__name__}")
     topology.validate(net)
     # The network's counts were checked when it was built.
     counts = (net.class_counts if class_counts is None
               else check_class_counts(class_counts, net.n_devices, nodes=net.nodes))
+    if isinstance(topology, TopologySchedule):
+        return features_of_schedule(net, topology, counts, settings)
     return features_of_topology(net, topology, counts, settings)
+
+
+def features_of_schedule(net: Network, schedule: TopologySchedule,
+                         counts: NDArray[np.float64] | None,
+                         settings: FeatureSettings) -> TopologyFeatures:
+    """:func:`topology_features` of a time-varying topology already validated on ``net``.
+
+    The noise and heterogeneity features are the static ones' sums with the
+    powers of W replaced by the products of the rounds that follow a message,
+    averaged over the start rounds (:mod:`._schedule_walk`); the spectral gap
+    is the per-round contraction over the window and H the hitting time of
+    the window's mean matrix.  Links, phi and L are those of the window: its
+    union's links and the mean time of its rounds.
+    """
+    functions = ScheduleFunctions(net, schedule, settings.gamma)
+    union = adjacency_matrix(net, schedule.union())
+    hitting, _ = walk_summary(union, functions.mean_matrix)
+    dp_mask = np.zeros(net.n_devices, dtype=bool)
+    dp_mask[[net.index[node] for node in schedule.dp_devices]] = True
+    variances = _noise_variances(dp_mask, settings, counts)
+    non_social = (union > 0) & ~(net.social_adjacency > 0)
+    return TopologyFeatures(
+        n_devices=net.n_devices,
+        n_links=int(np.count_nonzero(np.triu(union > 0, 1))),
+        n_dp_devices=int(np.count_nonzero(dp_mask)),
+        connected=functions.connected,
+        phi=float(np.count_nonzero(non_social.any(axis=1))) / net.n_devices,
+        hitting_time=float(hitting),
+        spectral_gap=functions.contraction_gap,
+        local_iterate=schedule.physical_time(net, schedule.window) / schedule.window,
+        **_noise_features(variances, functions, settings.gamma),
+        **_heterogeneity_features(counts, functions.neighbourhood_norm2, functions),
+    )
 
 
 def features_of_topology(net: Network, topology: Topology, counts: NDArray[np.float64] | None,
@@ -637,5 +678,6 @@ def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: ND
         local_iterate=(float(link_times[linked].max()) if linked.any()
                        else float(net.compute_time.max())),
         **_noise_features(variances, functions, settings.gamma),
-        **_heterogeneity_features(counts, weights, functions),
+        **_heterogeneity_features(counts, lambda centred: np.sum((weights @ centred) ** 2),
+                                  functions),
     )

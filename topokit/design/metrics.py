@@ -14,8 +14,9 @@ from scipy.sparse.csgraph import connected_components
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
 from ..network.quantities import adjacency_matrix, dp_ends, edge_indices, local_iterate
+from ..network.schedule import TopologySchedule
 from ._defaults import DEFAULT_AUDIT_ROUNDS  # noqa: F401 (its public home)
-from .features import features_of_topology, walk_summary
+from .features import features_of_schedule, features_of_topology, walk_summary
 from .predictor import GlobalIteratePredictor
 
 __all__ = ["Metrics", "Exposure", "evaluate", "exposure", "dp_ends", "local_iterate"]
@@ -133,10 +134,10 @@ def _check_arguments(net: Any, topology: Any, predictor: Any, noise_variance: An
             f"net must be a topokit Network; got {type(net).__name__}. "
             "Read one with topokit.load_network(path) or topokit.load_example(name)"
         )
-    if topology is not None and not isinstance(topology, Topology):
+    if topology is not None and not isinstance(topology, (Topology, TopologySchedule)):
         raise InvalidInputError(
-            f"topology must be a topokit Topology or None; got {type(topology).__name__}. "
-            "Build one with topokit.Topology(edges, dp_devices)"
+            "topology must be a topokit Topology, TopologySchedule or None; got "
+            f"{type(topology).__name__}. Build one with topokit.Topology(edges, dp_devices)"
         )
     if predictor is not None and not (isinstance(predictor, GlobalIteratePredictor)
                                       or hasattr(predictor, "predict_network")):
@@ -216,6 +217,8 @@ def evaluate(
         topology = Topology(net.social.edges)
     topology.validate(net)
     predictor = predictor if predictor is not None else GlobalIteratePredictor()
+    if isinstance(topology, TopologySchedule):
+        return schedule_metrics(net, topology, predictor, noise_variance)
     non_social = topology.non_social_edges(net)
     phi = len(dp_ends(net, topology)) / net.n_devices
     iterate = local_iterate(net, topology)
@@ -243,4 +246,42 @@ def evaluate(
         n_dp_devices=len(topology.dp_devices),
         connected=bool(np.isfinite(hitting)),
         **exposure(net, topology)._asdict(),
+    )
+
+
+def schedule_metrics(net: Network, schedule: TopologySchedule, predictor: Any,
+                     noise_variance: float | None = None, *,
+                     local_iterate: float | None = None) -> Metrics:
+    """:func:`evaluate` of a time-varying topology already validated on ``net``.
+
+    Its features are :func:`~topokit.design.features.features_of_schedule`'s
+    (with the predictor's settings when it has them): H is the hitting time
+    of the window's mean mixing matrix, the gap the per-round contraction over
+    the window, L the mean time of the window's rounds unless
+    ``local_iterate`` gives the time of the rounds a run used
+    (:func:`topokit.validate`).  phi, the links and the stranger pairs are
+    those of the union of the window's links; the exposed pairs are NaN (the
+    exposure walks one topology; :func:`topokit.audit.audit` gossips over the
+    rounds).  The shipped predictors were fitted on static topologies, so a
+    schedule's prediction extrapolates from what its features share with them.
+    """
+    settings = getattr(predictor, "feature_settings", None)
+    if settings is None:
+        from .features import FeatureSettings
+
+        settings = FeatureSettings()
+    features = features_of_schedule(net, schedule, net.class_counts, settings)
+    if isinstance(predictor, GlobalIteratePredictor):
+        predicted = predictor.predict_one(features.hitting_time, features.phi, noise_variance)
+    else:
+        predicted = predictor.predict_features(features)
+    iterate = features.local_iterate if local_iterate is None else float(local_iterate)
+    union = schedule.union()
+    return Metrics(
+        hitting_time=features.hitting_time, spectral_gap=features.spectral_gap,
+        phi=features.phi, local_iterate=iterate, predicted_global_iterate=predicted,
+        pseudo_time=predicted * iterate, n_devices=net.n_devices, n_links=features.n_links,
+        n_non_social_links=len(union.non_social_edges(net)),
+        n_dp_devices=features.n_dp_devices, connected=features.connected,
+        stranger_pairs=exposure(net, union).stranger_pairs, exposed_pairs=float("nan"),
     )

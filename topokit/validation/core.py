@@ -49,7 +49,7 @@ from .._jobs import check_n_jobs, check_scheduler, run_resumable
 from .._random import SeedLike, int_seed, keyed_seed
 from ..audit.core import check_audit_rounds, privacy_audit
 from ..design.features import FeatureSettings
-from ..design.metrics import DEFAULT_AUDIT_ROUNDS, Metrics, evaluate, exposure
+from ..design.metrics import DEFAULT_AUDIT_ROUNDS, evaluate, schedule_metrics
 from ..design.predictor import GlobalIteratePredictor
 from ..design.time_predictor import PREDICTOR_NAMES, load_predictor
 from ..design.workload import TOPOKIT_MODELS, Workload, check_workload
@@ -83,6 +83,7 @@ __all__ = [
     "TOPOLOGY_KINDS",
     "PEER_KINDS",
     "NOT_PREDICTED_NOTE",
+    "SCHEDULE_PREDICTION_NOTE",
     "DEFAULT_TOPOLOGIES",
     "DEFAULT_TARGETS",
     "trial_seed",
@@ -117,8 +118,17 @@ _KINDS_TEXT = ("optimize, autotag, ndlf, dlfdp, erg, exponential, equistatic or 
                "(U-EquiStatic, M ring offsets), one-peer-exponential, "
                "base:K (Base-(K+1) graph, max degree K), epidemic:S (S random peers a round), "
                "random:K (K random valid topologies)")
-#: What validate says of the topologies whose time no predictor judges (in the result's
-#: config, ``not_predicted``, and under the command's tables).
+#: What validate says of the time-varying topologies it trains (in the result's config,
+#: ``schedules_extrapolated``, and under the command's tables).
+SCHEDULE_PREDICTION_NOTE = (
+    "the predictors were fitted on static topologies: a time-varying topology is predicted "
+    "from its features over its rounds (the noise, heterogeneity and effective-neighbour sums "
+    "with products of its rounds' mixing matrices, H of their mean, the gap their per-round "
+    "contraction), an extrapolation; its stranger audit gossips over its rounds' topologies "
+    "in turn, and its measured time is the sum of its rounds' times"
+)
+#: What results written before time-varying topologies were predicted say of them (their
+#: config's ``not_predicted``; :meth:`ValidationResult.correlations` leaves those out).
 NOT_PREDICTED_NOTE = (
     "the predictors judge static topologies: the prediction columns (H, gap, G', G'L, the "
     "features) of a time-varying topology are NaN; its stranger audit gossips over its "
@@ -438,11 +448,9 @@ def _run_features(piece: _Piece, run) -> dict[str, float]:
     """The topology's features for the run's own settings and partition (FEATURE_COLUMNS).
 
     The noise features are NaN when the noise depended on the data
-    (``sensitivity="paper"``): no setting describes it.  All are NaN for a
-    time-varying topology (the features describe one mixing matrix).
+    (``sensitivity="paper"``): no setting describes it.  A time-varying
+    topology's are those of its rounds (:func:`~topokit.design.features.features_of_schedule`).
     """
-    if isinstance(piece.topology, TopologySchedule):
-        return dict.fromkeys(FEATURE_COLUMNS, float("nan"))
     config = run.config
     dp = config.get("dp") or {}
     multipliers = [z for z in run.noise_multiplier.values() if z is not None]
@@ -574,7 +582,9 @@ def _measure(piece: _Piece) -> _Measured:
         _check_partition(piece, run)
     variance = noise_variance(run)
     if isinstance(piece.topology, TopologySchedule):
-        metrics = _schedule_metrics(piece.net, piece.topology, run)
+        metrics = schedule_metrics(piece.net, piece.topology, piece.predictor, variance
+                                   if _uses_noise_variance(piece.predictor) else None,
+                                   local_iterate=run.local_iterate)
     else:
         metrics = evaluate(piece.net, piece.topology, piece.predictor, noise_variance=variance
                            if _uses_noise_variance(piece.predictor) else None)
@@ -582,28 +592,6 @@ def _measure(piece: _Piece) -> _Measured:
                             "seed": piece.seed, "wall_clock": run.wall_clock}],
                           columns=list(TIMING_COLUMNS))
     return _Measured(_run_rows(piece, run, metrics, variance), _run_curve(piece, run), timing)
-
-
-def _schedule_metrics(net: Network, schedule: TopologySchedule, run) -> Metrics:
-    """What the runs table says of a time-varying topology beside what was measured.
-
-    No predictor judges a schedule (eq. 15 and the fitted predictors take one
-    mixing matrix), so H, the gap, G' and G' L are NaN, and so is the count of
-    exposed pairs (the exposure walks one topology); :data:`NOT_PREDICTED_NOTE`
-    says so in the result.  Known: phi (its DP devices, which add noise every
-    round), L (the mean time of the rounds run), the links of the union over
-    its window, the stranger pairs (of the network).
-    """
-    nan = float("nan")
-    union = schedule.union()
-    return Metrics(
-        hitting_time=nan, spectral_gap=nan,
-        phi=len(schedule.dp_devices) / net.n_devices, local_iterate=run.local_iterate,
-        predicted_global_iterate=nan, pseudo_time=nan, n_devices=net.n_devices,
-        n_links=union.n_links, n_non_social_links=len(union.non_social_edges(net)),
-        n_dp_devices=len(schedule.dp_devices), connected=True,
-        stranger_pairs=exposure(net, union).stranger_pairs, exposed_pairs=nan,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1381,8 +1369,8 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
 
     ``"trainer"`` (the user's trainer's ``module.qualname``) only when one
     was given: the config of a run of the core is as before.
-    ``"not_predicted"`` (the time-varying topologies, and why their
-    predictions are NaN) only when there are some.
+    ``"schedules_extrapolated"`` (the time-varying topologies, and what
+    their predictions are) only when there are some.
     """
     config = {
         "network": net.name, "dataset": settings.data.name, "targets": list(settings.targets),
@@ -1395,9 +1383,10 @@ def _run_config(net: Network, settings: _Settings, built: Sequence[BuiltTopology
         config["trainer"] = _trainer_name(settings.trainer)
     if _judged_by_another_model(settings):  # only then: other configs are as before
         config["unmeasured_model"] = UNMEASURED_MODEL_NOTE
-    unjudged = [b.name for b in built if isinstance(b.topology, TopologySchedule)]
-    if unjudged:  # only then: the config (and job) of static topologies is as before
-        config["not_predicted"] = {"topologies": unjudged, "why": NOT_PREDICTED_NOTE}
+    varying = [b.name for b in built if isinstance(b.topology, TopologySchedule)]
+    if varying:  # only then: the config (and job) of static topologies is as before
+        config["schedules_extrapolated"] = {"topologies": varying,
+                                            "why": SCHEDULE_PREDICTION_NOTE}
     return config
 
 
@@ -1408,8 +1397,9 @@ def _job_description(net: Network, built: Sequence[BuiltTopology], settings: _Se
     # format 2: wall-clock times in their own table, exposure counts in the runs table;
     # format 3: predictions use each trial's class counts (pieces of format 2 did not);
     # format 4: the runs table has the FEATURE_COLUMNS;
-    # format 5: and the privacy audit's stranger columns.
-    return {"kind": "validate", "format": 5, "network": str(net.name), "job": fingerprint}
+    # format 5: and the privacy audit's stranger columns;
+    # format 6: a time-varying topology's predictions and features.
+    return {"kind": "validate", "format": 6, "network": str(net.name), "job": fingerprint}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1471,7 +1461,9 @@ def validate(
         :class:`~topokit.design.Design` objects (or
         :func:`topokit.load_design`'s) or specs.  A time-varying topology's
         measured time is the sum of its rounds' times, and its predictions
-        are NaN (``config["not_predicted"]`` says so).  A Design trains as it was
+        come from its features over its rounds, an extrapolation of
+        predictors fitted on static topologies
+        (``config["schedules_extrapolated"]`` says so).  A Design trains as it was
         designed: its DP devices add the noise it decided
         (``Design.noise``, per round at its delta), and its runs are predicted
         by its own predictor (:meth:`~topokit.design.Design.judge`) unless

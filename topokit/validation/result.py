@@ -67,9 +67,12 @@ class ValidationResult:
         Name -> Topology (or :class:`~topokit.network.TopologySchedule`) that
         was trained over.
     config : dict
-        The settings of the run (JSON-able); ``config["not_predicted"]``
-        names the time-varying topologies, whose predictions are NaN, and says
-        why (absent when there are none); ``config["unmeasured_model"]`` says
+        The settings of the run (JSON-able);
+        ``config["schedules_extrapolated"]`` names the time-varying
+        topologies, whose predictions extrapolate a fit on static ones, and
+        says how they are made (absent when there are none; results written
+        before they were predicted have ``config["not_predicted"]``);
+        ``config["unmeasured_model"]`` says
         that the runs train a model of the user's that no workload measured,
         so that its predictions are the shipped fit's (absent otherwise).
     timings : DataFrame or None
@@ -112,9 +115,10 @@ class ValidationResult:
         are the runs where a prediction is most wrong if it calls them fast.
         A prediction of ``inf`` (a predictor that says "never") ranks slowest
         too.  The figures over the runs that reached the target alone, what
-        this method reported before, stand beside them.  The runs of the
-        topologies nothing predicted (``config["not_predicted"]``) are left
-        out.
+        this method reported before, stand beside them.  Time-varying
+        topologies are ranked with the others; the runs of those a result
+        written before they were predicted names (``config["not_predicted"]``)
+        are left out.
 
         Parameters
         ----------
