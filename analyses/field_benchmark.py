@@ -130,6 +130,7 @@ from analyses._common import (
 from analyses.workload_goals import GoalNetwork
 from analyses.workload_unseen import canonical, predictor_files, topokit_source
 from topokit import Topology, Workload, __version__, evaluate, load_predictor, validate
+from topokit.design.schedules import matched_degree
 from topokit.errors import InvalidInputError
 from topokit.validation import compare
 from topokit.validation.core import PEER_KINDS
@@ -268,15 +269,6 @@ def overlays(net) -> tuple[dict[str, Topology], int]:
 
     delta, tree = best_mbst(net)
     return {"ring": ring_overlay(net), "mst": mst_overlay(net), "mbst": tree}, delta
-
-
-def matched_degree(net, topology: Topology) -> int:
-    """The mean degree 2 |E| / |V| of ``topology`` rounded, at least 1 and at most the
-    fewest usable peers (finite delay) a device has: what base:k and epidemic:s can take."""
-    usable = np.isfinite(net.delay)
-    np.fill_diagonal(usable, False)
-    fewest = int(usable.sum(axis=1).min())
-    return int(min(max(1, round(2 * topology.n_links / net.n_devices)), fewest))
 
 
 def matched_spec(peer: str, degree: int) -> str:

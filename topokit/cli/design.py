@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -359,6 +360,12 @@ def design(
              "design is predicted less than this many times faster (default with a fitted "
              "predictor: 1 for fastest, 1.02 for metropolis, 1.12 for lazy-metropolis "
              "weights; 1 with --predictor paper; 1 keeps any faster design)."),
+    schedules: bool = typer.Option(
+        False, "--schedules",
+        help="--method optimize: judge the field's time-varying topologies (one-peer "
+             "exponential, Base-(k+1), epidemic learning at the design's degree) beside the "
+             "design with its own predictor, and say which is predicted faster "
+             "(stats['schedules'] in --output and --json)."),
     uniform_noise: bool = typer.Option(
         False, "--uniform-noise",
         help="--max-stranger-mu: every DP device adds the common z*; by default single "
@@ -389,11 +396,7 @@ def design(
 
     # Every option is checked before the design runs: a typo must not cost the whole design.
     method = check_choice(method, "--method", METHODS)
-    _check_run_options(plot, output, n_jobs, seed)
-    check_outputs_apart([("--output", output), ("--plot", plot)],
-                        [("the NETWORK file", network),
-                         ("the --predictor file", predictor_file(predictor)),
-                         ("the --workload file", workload_file)])
+    _check_run_options(plot, output, n_jobs, seed, inputs=(network, predictor, workload_file))
     workload = _workload_option(method, {
         "epsilon": epsilon, "target": target, "model": model_name, "ceiling": ceiling,
         "probe_rounds": probe_rounds, "rounds": rounds, "delta": delta,
@@ -401,14 +404,12 @@ def design(
         "n_samples": n_samples, "n_classes": n_classes}, workload_file)
     audit = _stranger_audit(audit_rounds, noise_multiplier, audit_model, workload)
     _check_stranger_bound(method, max_stranger_mu, audit)
-    _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience)
+    _check_method_options(method, max_stranger_mu, uniform_noise, mixing, nep_patience,
+                          schedules)
     ndlf_margin = _checked_ndlf_margin(method, ndlf_margin)
     check_predictor_option(predictor)
-    sizing = {"method": method, "n_jobs": n_jobs, "plot": plot, "nep_patience": nep_patience}
-    if example is None:  # a file too large is refused before it is read
-        _check_design_memory(network_file=network, **sizing)
-    net = resolve_network(network, example, show_loading=not as_json)
-    _check_design_memory(net=net, **sizing)
+    net = _sized_network(network, example, as_json, {
+        "method": method, "n_jobs": n_jobs, "plot": plot, "nep_patience": nep_patience})
     model = _design_predictor(method, predictor)
     if method == "autotag":
         chosen = _design_with_progress(net, model, n_jobs=n_jobs, trace=plot is not None,
@@ -418,7 +419,7 @@ def design(
         chosen, topologies, model = _optimized_and_judge(
             net, model, audit, n_jobs=n_jobs, seed=seed, quiet=as_json,
             max_stranger_mu=max_stranger_mu, mixing=mixing, per_device_noise=not uniform_noise,
-            ndlf_margin=ndlf_margin, workload=workload)
+            ndlf_margin=ndlf_margin, workload=workload, schedules=schedules)
     columns, unaudited = _design_columns(net, topologies, model, audit, chosen, quiet=as_json)
     _report_design(net, network, method, chosen, columns, audit,
                    output=output, plot=plot, as_json=as_json, unaudited=unaudited)
@@ -527,12 +528,30 @@ def _check_design_memory(*, method: str, n_jobs: int, plot: Path | None,
                             **options)
 
 
-def _check_run_options(plot: Path | None, output: Path | None, n_jobs: int, seed: int) -> None:
-    """--plot, --output, --n-jobs and --seed, each named as written."""
+def _check_run_options(plot: Path | None, output: Path | None, n_jobs: int, seed: int, *,
+                       inputs: tuple[Path | None, Path | None, Path | None]) -> None:
+    """--plot, --output, --n-jobs and --seed, each named as written, and the outputs apart
+    from ``inputs``: the NETWORK, --predictor and --workload files."""
     check_plot_path(plot)
     check_output_option(output)
     check_jobs_option(n_jobs)
     check_seed_option(seed)
+    network, predictor, workload_file = inputs
+    check_outputs_apart([("--output", output), ("--plot", plot)],
+                        [("the NETWORK file", network),
+                         ("the --predictor file", predictor_file(predictor)),
+                         ("the --workload file", workload_file)])
+
+
+def _sized_network(network: Path | None, example: str | None, as_json: bool,
+                   sizing: dict[str, Any]):
+    """The network to design for, refused in one line when the design would not fit in
+    memory: a file too large before it is read, then the network read."""
+    if example is None:
+        _check_design_memory(network_file=network, **sizing)
+    net = resolve_network(network, example, show_loading=not as_json)
+    _check_design_memory(net=net, **sizing)
+    return net
 
 
 def _bound_caption(bound: dict[str, Any]) -> str:
@@ -641,9 +660,12 @@ def _checked_ndlf_margin(method: str, margin: float | None) -> float | None:
 
 
 def _check_method_options(method: str, max_stranger_mu: float | None, uniform_noise: bool,
-                          mixing: str | None, nep_patience: int | None) -> None:
+                          mixing: str | None, nep_patience: int | None,
+                          schedules: bool = False) -> None:
     """Options that apply to one method or with another option only."""
     from .._checks import check_int
+
+    _check_schedules_option(method, schedules, max_stranger_mu)
 
     if uniform_noise and max_stranger_mu is None:
         raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
@@ -652,6 +674,39 @@ def _check_method_options(method: str, max_stranger_mu: float | None, uniform_no
         if method != "autotag":
             raise InvalidInputError("--nep-patience applies to --method autotag only; drop it")
         check_int(nep_patience, "--nep-patience", low=1)
+
+
+def _check_schedules_option(method: str, schedules: bool,
+                            max_stranger_mu: float | None) -> None:
+    if not schedules:
+        return
+    if method != "optimize":
+        raise InvalidInputError("--schedules applies to --method optimize only; drop it")
+    if max_stranger_mu is not None:
+        raise InvalidInputError(
+            "--schedules cannot be judged under --max-stranger-mu (the schedules' rounds are "
+            "not audited against the bound); drop one of them")
+
+
+def _consider_schedules(net, chosen, *, seed: int) -> None:
+    """The field's schedules beside the design, recorded in its stats (``"schedules"``)."""
+    from ..design.schedules import consider_schedules
+
+    chosen.stats["schedules"] = consider_schedules(net, chosen, seed=seed).to_dict()
+
+
+def _schedules_line(comparison: dict) -> str:
+    """One line: each schedule's predicted time beside the design's, and what decided."""
+    times = ", ".join(f"{name} {_seconds(time)}" for name, time in comparison["times"].items())
+    refused = ("; not carried by the network: " + ", ".join(comparison["refused"])
+               if comparison["refused"] else "")
+    return (f"schedules (predicted, an extrapolation of a fit on static topologies): "
+            f"{times or 'none'}; the design {_seconds(comparison['design_time'])}{refused}. "
+            f"{comparison['why'][0].upper()}{comparison['why'][1:]}")
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None or not math.isfinite(value) else f"{value:.5g} s"
 
 
 def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | None):
@@ -680,15 +735,19 @@ def _workload_option(method: str, flags: dict[str, Any], workload_file: Path | N
         return Workload(**{name: value for name, value in flags.items() if value is not None})
 
 
-def _optimized_and_judge(net, model, audit: StrangerAudit, **options):
+def _optimized_and_judge(net, model, audit: StrangerAudit, *, schedules: bool = False,
+                         **options):
     """optimize's design, the reference designs by column label, and the predictor that
-    judges them all (the design's own, at its workload)."""
+    judges them all (the design's own, at its workload); with ``schedules``, the field's
+    schedules judged beside the design (its ``stats["schedules"]``)."""
     from ..design.report import reference_judge
 
     with naming_options(_OPTIMIZE_OPTIONS, _OPTIMIZE_PHRASES):
         chosen, topologies = _optimized(
             net, model, audit_rounds=audit.rounds or DEFAULT_AUDIT_ROUNDS,
             audit_model=audit.model, **options)
+    if schedules:
+        _consider_schedules(net, chosen, seed=options["seed"])
     return chosen, topologies, reference_judge(chosen, model)
 
 
@@ -762,6 +821,8 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
                  "trust region)"))
     title = "AutoTag" if method == "autotag" else "optimize"
     console.print(metrics_table(f"{title} against the baselines", columns))
+    if "schedules" in chosen.stats:
+        console.print(escape(_schedules_line(chosen.stats["schedules"])), highlight=False)
 
 
 generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True, rich_markup_mode=None)

@@ -77,6 +77,7 @@ _SEARCH_AND_JUDGE = {
     "measured_probe_rounds": "trust", "mixing_for_trait": "trust",
     "ring_overlay": "overlays", "mst_overlay": "overlays", "mbst_overlay": "overlays",
     "cycle_time": "overlays",
+    "consider_schedules": "schedules", "ScheduleComparison": "schedules",
 }
 # The network model loads on first use too: networkx and the file readers are not needed
 # to print ``topokit --help``.

@@ -389,9 +389,11 @@ def topology_features(
     Parameters
     ----------
     net : Network
-    topology : Topology, optional
+    topology : Topology or TopologySchedule, optional
         Defaults to NDLF (the social links, no DP device).  Validated against
-        ``net`` (:class:`~topokit.errors.InvalidTopologyError`).
+        ``net`` (:class:`~topokit.errors.InvalidTopologyError`).  A
+        time-varying topology's features are those of its rounds
+        (:func:`features_of_schedule`).
     class_counts : array-like of shape (n_devices, n_classes), optional
         Training rows of each class on each device, rows in node order
         (``net.nodes``).  Gives the data sizes |D_i| (hence the batch sizes

@@ -165,8 +165,10 @@ def evaluate(
     Parameters
     ----------
     net : Network
-    topology : Topology, optional
-        Defaults to the social graph itself with no DP device (NDLF).
+    topology : Topology or TopologySchedule, optional
+        Defaults to the social graph itself with no DP device (NDLF).  A
+        time-varying topology is judged by its features over its rounds
+        (:func:`schedule_metrics`).
     predictor : GlobalIteratePredictor, TrainingTimePredictor, str or path, optional
         Defaults to the paper's eq. (15).  A name or file is read by
         :func:`~topokit.design.time_predictor.load_predictor` (``"paper"``,

@@ -1027,8 +1027,10 @@ def predict_topology(
     Parameters
     ----------
     net : Network
-    topology : Topology, optional
-        Default: NDLF (the social links, no DP device).
+    topology : Topology or TopologySchedule, optional
+        Default: NDLF (the social links, no DP device).  A time-varying
+        topology is predicted from its features over its rounds, an
+        extrapolation of predictors fitted on static topologies.
     class_counts : array-like of shape (n_devices, n_classes), optional
         Each device's class counts (node order).  None (default): the
         network's ``net.class_counts``; IID data when that is None too.
