@@ -59,8 +59,10 @@ the best; on underlays no slower than the best of ring, MST and delta-MBST.  ``o
 is also compared with EquiStatic directly (``vs_equistatic``, the same paired ratio; its
 geometric mean at K = 0 and 0.8), wherever EquiStatic was built.
 
-Rank correlations, static topologies only (a schedule has no features; EquiStatic,
-the exponential graph and NDLF are static and count): in each setting,
+Rank correlations, twice: over the static topologies (EquiStatic, the exponential graph
+and NDLF are static and count), and over those and the time-varying ones (predicted from
+their features over their rounds, ``topokit.design.features.features_of_schedule``; eq.
+(15) from the H and phi of their rounds): in each setting,
 Spearman's rho of each predictor's predicted time against the measured time over every run
 (a topology twice under two names counts once; never reached = slowest), then the median
 over the settings of each class.  No predictor was fitted on these networks (topokit's
@@ -70,8 +72,8 @@ each as a time (its round count x L, since the measured time is):
 
 - ``topokit``: ``validate``'s ``pseudo_time``, G' x L of the shipped predictor for the
   workload (``topokit.load_predictor("workload")``) for each trial's class counts;
-- ``eq15``: DeepPrivacy's eq. (15), ``topokit.evaluate(net, topology,
-  predictor=topokit.load_predictor("paper")).pseudo_time``;
+- ``eq15``: DeepPrivacy's eq. (15), the G' of ``topokit.evaluate(net, topology,
+  predictor=topokit.load_predictor("paper"))`` times the run's L;
 - ``spectral_gap``: L / (1 - max(|lambda_2|, |lambda_n|)) of the mixing matrix W;
 - ``effective_neighbours``: L / n_W(gamma), Vogels et al.'s effective number of
   neighbours (NeurIPS 2022) as topokit computes it
@@ -86,9 +88,14 @@ Run (from the repository root): ``python -m analyses.field_benchmark`` [--siot 3
 [--skewness 0,0.8] [--random 4] [--peers ndlf,exponential,...] [--n-jobs 1] [--seed 0]
 [--quick].  The default grid is 7 networks x 8 settings = 56 settings, 15-60 s each on
 one core (a 24-device run of 200 rounds takes 0.2-0.7 s, equistatic about 0.4 s, epidemic
-1.5-2.6 s, a design a few seconds; 2,148 runs): 16 min on this machine (2 cores shared
-with other work) without EquiStatic, 28 min (1,663 s) with it while two other benchmarks
-ran.  ``--quick``
+1.5-2.6 s, a design a few seconds; 2,148 runs): 28 min (1,663 s) on this machine while
+two other benchmarks ran, 51 min (3,032 s) beside a second benchmark and the test suite.
+
+Between the design and the schedules: per setting, which of ``optimize``'s design and the
+time-varying peers topokit's predictions call fastest (median ``pseudo_time``) and the
+measured median time of that one over the design's (``schedule_calls``; printed, and
+``schedule_calls`` / ``schedule_call_settings`` in the JSON): what ``optimize`` would gain
+or lose if it returned the schedule its predictor calls faster.  ``--quick``
 (``siot24-s500``, ``gaia``, K = 0 / 0.8, epsilon 0.5, target 0.85, 2 trials, peers NDLF
 and epidemic, 2 random topologies) about 1 min.
 
@@ -896,7 +903,11 @@ def payload(args: argparse.Namespace, nets: list[FieldNetwork], rows: pd.DataFra
             "mbst": "the delta-MBST with the smallest cycle time, delta 2..n-1",
             "spearman": "per setting over every run of its static topologies (never = "
                         "slowest), each predictor's time: topokit pseudo_time, eq. (15) "
-                        "G' x L, L / spectral gap, L / effective neighbours (gamma 0.99)"},
+                        "G' x L, L / spectral gap, L / effective neighbours (gamma 0.99); "
+                        "spearman_summary_with_schedules: over its time-varying ones too",
+            "schedule_calls": "per setting, the fastest of optimize and the time-varying "
+                              "peers by median predicted time, and by median measured "
+                              "time; the measured median time of each over optimize's"},
         "goals": goals, "refusals": refused, "spearman_summary": spearman,
         "settings_table": records(rows),
         "spearman_cells": records(cells), "designs": designs}
