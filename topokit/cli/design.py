@@ -666,7 +666,6 @@ def _check_method_options(method: str, max_stranger_mu: float | None, uniform_no
     from .._checks import check_int
 
     _check_schedules_option(method, schedules, max_stranger_mu)
-
     if uniform_noise and max_stranger_mu is None:
         raise InvalidInputError("--uniform-noise applies with --max-stranger-mu only; drop it")
     _check_mixing(method, mixing)

@@ -263,7 +263,7 @@ def schedule_metrics(net: Network, schedule: TopologySchedule, predictor: Any,
     ``local_iterate`` gives the time of the rounds a run used
     (:func:`topokit.validate`).  phi, the links and the stranger pairs are
     those of the union of the window's links; the exposed pairs are NaN (the
-    exposure walks one topology; :func:`topokit.audit.audit` gossips over the
+    exposure walks one topology; :func:`topokit.privacy_audit` gossips over the
     rounds).  The shipped predictors were fitted on static topologies, so a
     schedule's prediction extrapolates from what its features share with them.
     """
