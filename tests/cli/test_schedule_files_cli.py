@@ -68,11 +68,25 @@ def test_a_bad_schedule_file_exits_2_in_one_line(name, keywords, tmp_path):
                     "--trials", "1", "--rounds", "2"], *keywords)
 
 
-def test_analyze_refuses_a_schedule_in_one_line(tmp_path):
-    path = one_peer_exponential(load_example(EXAMPLE)).save(tmp_path / "ope.json")
-    check_one_line(["analyze", "--example", EXAMPLE, "-t", str(path)],
-                   "time-varying schedule", "topokit validate NETWORK -t NAME=FILE",
-                   "topokit audit NETWORK -t FILE")
+@pytest.mark.parametrize("build", [one_peer_exponential, lambda net: epidemic(net, 2, seed=5)],
+                         ids=["one-peer-exponential", "epidemic"])
+def test_analyze_judges_a_schedule_as_evaluate_does(build, tmp_path):
+    from topokit import evaluate
+
+    net = load_example(EXAMPLE)
+    schedule = build(net)
+    path = schedule.save(tmp_path / "schedule.json")
+    result = runner.invoke(app, ["analyze", "--example", EXAMPLE, "-t", str(path),
+                                 "--audit-rounds", "6", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    expected = evaluate(net, schedule).to_dict()
+    assert record["topology"] == "given schedule"
+    for key in ("hitting_time", "spectral_gap", "phi", "local_iterate", "pseudo_time",
+                "n_links", "n_dp_devices", "stranger_pairs"):
+        assert record[key] == pytest.approx(expected[key], rel=1e-12), key
+    assert record["exposed_pairs"] is None  # the exposure walks one topology: NaN, not 0
+    assert record["exposed_stranger_pairs"] is not None  # the audit gossips over the rounds
 
 
 @pytest.mark.parametrize("build", [one_peer_exponential, lambda net: epidemic(net, 2, seed=5)],

@@ -186,8 +186,10 @@ def analyze(
     """Metrics of a topology: hitting time, spectral gap, DP ratio, local iterate, predicted time.
 
     Without --topology it analyses the topology stored with the network (the toy
-    example stores the paper's Fig. 2(b)), else the social graph itself.  The
-    stranger rows come from the exact privacy audit (see ``topokit audit``).
+    example stores the paper's Fig. 2(b)), else the social graph itself.  A
+    schedule file (a time-varying topology) is judged by its rounds, as
+    ``topokit.evaluate`` judges it.  The stranger rows come from the exact
+    privacy audit (see ``topokit audit``).
     """
     from ..design.baselines import ndlf
     from ..design.time_predictor import load_predictor
@@ -199,8 +201,11 @@ def analyze(
     check_network_file(network, audit_run(audit.rounds, model=audit.model,
                                           rounds_option="--audit-rounds"), example=example)
     net = resolve_network(network, example, show_loading=not as_json)
-    chosen = _topology_for(net, topology) if topology else net.topology
-    design = _recorded_design(topology) if topology else None
+    if topology is not None and _schedule_file(topology):
+        chosen, design = _schedule_for(net, topology, "--topology"), None
+    else:
+        chosen = _topology_for(net, topology) if topology else net.topology
+        design = _recorded_design(topology) if topology else None
     if predictor:
         model, judged = load_predictor(str(predictor)), str(predictor)
     elif design is not None:  # the design's own predictor, at the settings it judged at
@@ -208,8 +213,7 @@ def analyze(
         judged = f"the design's ({(design.predictor or {}).get('name', 'paper')})"
     else:
         model, judged = None, "paper (eq. 15)"
-    label = ("given design" if design is not None else "given topology") if topology else (
-        "stored topology" if chosen else "social graph")
+    label = _analyzed_label(topology, chosen, design)
     levels = ({label: design.noise_multipliers}
               if design is not None and design.noise is not None and noise_multiplier is None
               else None)
@@ -225,6 +229,17 @@ def analyze(
     console.print(audit_caption(audit) if levels is None else
                   audit_caption(audit).replace(f"z = {audit.noise_multiplier:.4g} on every DP "
                                                "device", "each DP device at the design's noise"))
+
+
+def _analyzed_label(path: Path | None, chosen, design) -> str:
+    """What analyze reports on: the given design, schedule or topology, the network's
+    stored topology, or its social graph."""
+    from ..network.schedule import TopologySchedule
+
+    if path is not None:
+        return ("given design" if design is not None else
+                "given schedule" if isinstance(chosen, TopologySchedule) else "given topology")
+    return "stored topology" if chosen else "social graph"
 
 
 def _check_topology_path(path: Path | None, name: str = "--topology") -> None:
@@ -259,18 +274,6 @@ def _schedule_file(path: Path) -> bool:
     return isinstance(data, dict) and "topokit_schedule" in data
 
 
-def _refuse_schedule(path: Path) -> None:
-    """``topokit analyze --topology``, whose metrics are those of one static topology,
-    refuses a schedule file in one line naming the commands that read one."""
-    if _schedule_file(path):
-        raise InvalidInputError(
-            f"--topology: {path} is a time-varying schedule, and analyze's metrics (hitting "
-            "time, spectral gap, predicted time) are those of one static topology: train it "
-            "with topokit validate NETWORK -t NAME=FILE, audit it with topokit audit NETWORK "
-            "-t FILE --rounds T"
-        )
-
-
 def _schedule_for(net, path: Path, label: str):
     """The schedule file ``path`` (:meth:`topokit.TopologySchedule.save`), a generated one
     rebuilt over ``net``, checked against ``net``; errors start with ``label``."""
@@ -289,12 +292,10 @@ def _schedule_for(net, path: Path, label: str):
 
 
 def _topology_for(net, path: Path):
-    """The topology file ``path``, checked against ``net``; errors name the file (and
-    refuse a schedule file, which analyze cannot read)."""
+    """The topology file ``path``, checked against ``net``; errors name the file."""
     from ..network.formats import load_topology
 
     _check_topology_path(path)
-    _refuse_schedule(path)
     topology = load_topology(path)
     try:
         return topology.validate(net)
