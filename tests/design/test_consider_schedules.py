@@ -115,3 +115,15 @@ def test_matched_degree_is_clipped_to_what_every_device_can_reach(net, design):
     assert 1 <= degree <= usable.min()
     assert degree == min(max(1, round(2 * design.topology.n_links / net.n_devices)),
                          usable.min())
+
+
+def test_the_schedules_devices_add_the_common_noise_not_the_designs_own_levels(net, design):
+    # A design judged with per-device levels (as under a stranger bound) names its own DP
+    # devices only; a schedule's DP devices are others, so it is judged at the common z.
+    judge = design.judge()
+    levels = tuple(0.5 if i % 2 else 0.0 for i in range(net.n_devices))
+    leveled = replace(design, predictor={**design.predictor, "settings": {
+        **judge.feature_settings.to_dict(), "device_noise_multipliers": list(levels)}})
+    assert leveled.judge().feature_settings.device_noise_multipliers == levels
+    assert consider_schedules(net, leveled, seed=4).times == consider_schedules(
+        net, design, seed=4).times

@@ -24,7 +24,7 @@ takes knowingly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from .._random import SeedLike, int_seed
 from ..errors import InvalidInputError
 from ..network.core import Network, Topology
 from ..network.schedule import TopologySchedule
-from ._optimize import check_ndlf_margin
+from ._optimize import _with_settings, check_ndlf_margin
 from .metrics import evaluate
 from .peers import base_graph, epidemic, one_peer_exponential
 from .result import Design
@@ -131,7 +131,7 @@ class ScheduleComparison:
     times: dict[str, float]
     rounds: dict[str, float]
     refused: dict[str, str]
-    margin: float
+    margin: float | None
     best: str | None
     chosen: str | None
     why: str
@@ -238,10 +238,7 @@ def _common_noise(judge: Any) -> Any:
     settings = getattr(judge, "feature_settings", None)
     if settings is None or settings.device_noise_multipliers is None:
         return judge
-    import copy
-
-    return copy.deepcopy(judge).set_params(
-        settings=replace(settings, device_noise_multipliers=None))
+    return _with_settings(judge, device_noise_multipliers=None)
 
 
 def _why(best: str | None, chosen: str | None, times: dict[str, float], design_time: float,
