@@ -541,16 +541,13 @@ def features_of_schedule(net: Network, schedule: TopologySchedule,
     functions = ScheduleFunctions(net, schedule, settings.gamma)
     union = adjacency_matrix(net, schedule.union())
     hitting, _ = walk_summary(union, functions.mean_matrix)
-    dp_mask = np.zeros(net.n_devices, dtype=bool)
-    dp_mask[[net.index[node] for node in schedule.dp_devices]] = True
+    dp_mask = _dp_mask(net, schedule.dp_devices)
     variances = _noise_variances(dp_mask, settings, counts)
-    non_social = (union > 0) & ~(net.social_adjacency > 0)
     return TopologyFeatures(
         n_devices=net.n_devices,
-        n_links=int(np.count_nonzero(np.triu(union > 0, 1))),
+        **_links_and_phi(union > 0, net.social_adjacency > 0),
         n_dp_devices=int(np.count_nonzero(dp_mask)),
         connected=functions.connected,
-        phi=float(np.count_nonzero(non_social.any(axis=1))) / net.n_devices,
         hitting_time=float(hitting),
         spectral_gap=functions.contraction_gap,
         local_iterate=schedule.physical_time(net, schedule.window) / schedule.window,
@@ -559,12 +556,26 @@ def features_of_schedule(net: Network, schedule: TopologySchedule,
     )
 
 
+def _dp_mask(net: Network, devices: frozenset) -> NDArray[np.bool_]:
+    """The DP devices as a boolean vector in node order."""
+    mask = np.zeros(net.n_devices, dtype=bool)
+    mask[[net.index[node] for node in devices]] = True
+    return mask
+
+
+def _links_and_phi(linked: NDArray[np.bool_], social: NDArray[np.bool_]) -> dict[str, Any]:
+    """``n_links`` and DeepPrivacy's ``phi`` (ends of non-social links over |V|) of a
+    symmetric link matrix."""
+    non_social = linked & ~social
+    return {"n_links": int(np.count_nonzero(np.triu(linked, 1))),
+            "phi": float(np.count_nonzero(non_social.any(axis=1))) / linked.shape[0]}
+
+
 def features_of_topology(net: Network, topology: Topology, counts: NDArray[np.float64] | None,
                          settings: FeatureSettings) -> TopologyFeatures:
     """:func:`topology_features` of a topology already validated on ``net``, with checked
     ``counts`` (or None) and settings: for callers that hold both (:func:`topokit.evaluate`)."""
-    dp_mask = np.zeros(net.n_devices, dtype=bool)
-    dp_mask[[net.index[node] for node in topology.dp_devices]] = True
+    dp_mask = _dp_mask(net, topology.dp_devices)
     weights = None if topology.weights is None else topology.mixing_matrix(net.nodes)
     return features_of_arrays(net, adjacency_matrix(net, topology), dp_mask, counts, settings,
                               weights=weights)
@@ -668,13 +679,11 @@ def features_of_arrays(net: Network, adjacency: NDArray[np.float64], dp_mask: ND
     functions = spectral_functions(weights, settings.gamma, gap)
     variances = _noise_variances(dp_mask, settings, counts)
     linked = adjacency > 0
-    non_social = linked & ~social
     return TopologyFeatures(
         n_devices=net.n_devices,
-        n_links=int(np.count_nonzero(np.triu(linked, 1))),
+        **_links_and_phi(linked, social),
         n_dp_devices=int(np.count_nonzero(dp_mask)),
         connected=bool(np.isfinite(hitting)),
-        phi=float(np.count_nonzero(non_social.any(axis=1))) / net.n_devices,
         hitting_time=float(hitting),
         spectral_gap=float(gap),
         local_iterate=(float(link_times[linked].max()) if linked.any()
