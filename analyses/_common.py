@@ -471,6 +471,24 @@ def run_key(network: str, entry, settings: dict) -> str:
     return digest(network, entry.weighting, entry.topology.to_dict(), settings)
 
 
+def topokit_source() -> str:
+    """A digest of topokit's Python source: what a design depends on besides its inputs."""
+    package = Path(__file__).resolve().parents[1] / "topokit"
+    return digest(*[path.read_bytes() for path in sorted(package.rglob("*.py"))])
+
+
+def source_digest() -> str:
+    """:func:`topokit_source` as this process found it first: the code it runs (an edit
+    after the import changes the files, not the code running).  Part of the key of every
+    saved run that a design made inside the run depends on."""
+    if not _SOURCE:  # a list, not functools.cache, as training_digest
+        _SOURCE.append(topokit_source())
+    return _SOURCE[0]
+
+
+_SOURCE: list[str] = []
+
+
 def training_digest() -> str:
     """What the training code does now: a digest of two tiny seeded runs.
 

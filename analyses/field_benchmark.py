@@ -131,11 +131,12 @@ from analyses._common import (
     out_path,
     parse_subset,
     ratio_figure,
+    source_digest,
     training_digest,
     write_json,
 )
 from analyses.workload_goals import GoalNetwork
-from analyses.workload_unseen import canonical, predictor_files, topokit_source
+from analyses.workload_unseen import canonical, predictor_files
 from topokit import Topology, Workload, __version__, evaluate, load_predictor, validate
 from topokit.design.schedules import matched_degree
 from topokit.errors import InvalidInputError
@@ -318,17 +319,6 @@ def setting_key(setting: Setting, options: Options, net) -> str:
     return digest(network_digest(net), setting.labels(), options._replace(n_jobs=1)._asdict(),
                   setting.seed(options.seed), setting.workload().to_dict(), ROUNDS,
                   training_digest(), predictor_files(), source_digest(), "field benchmark")
-
-
-def source_digest() -> str:
-    """topokit's source as this process found it first: the code it runs (an edit after
-    the import changes the files, not the code running)."""
-    if not _SOURCE:  # a list, not functools.cache, as analyses._common.training_digest
-        _SOURCE.append(topokit_source())
-    return _SOURCE[0]
-
-
-_SOURCE: list[str] = []
 
 
 def _parts():

@@ -70,6 +70,7 @@ from analyses._common import (
     network_digest,
     out_path,
     ratio_figure,
+    source_digest,
     training_digest,
     write_json,
 )
@@ -170,10 +171,11 @@ def run_setting(setting: Setting, ceilings: dict[str, float], trials: int) -> pd
     workload = workload_of(setting, ceilings)
     seed = 7 * setting.spec.seed + int(10 * setting.skewness)
     shipped = SHIPPED_FOR_MODEL[setting.model]
+    # The designs are made inside the run: topokit's source is an input of every part.
     key = digest(network_digest(net), setting.key_fields(), trials, seed,
                  workload.to_dict(), training_digest(),
                  (data_dir() / "predictor_workload.json").read_bytes(),
-                 (data_dir() / f"predictor_{shipped}.json").read_bytes())
+                 (data_dir() / f"predictor_{shipped}.json").read_bytes(), source_digest())
     path = out_path("workload_goals_parts") / f"{key[:24]}.parquet"
     path.parent.mkdir(exist_ok=True)
     if path.exists():
@@ -211,7 +213,8 @@ def run_candidate(setting: Setting, ceilings: dict[str, float], trials: int,
     workload = workload_of(setting, ceilings, traits)
     seed = 7 * setting.spec.seed + int(10 * setting.skewness)
     key = digest(network_digest(net), setting.key_fields(), trials, seed, workload.to_dict(),
-                 training_digest(), predictor_path.read_bytes(), "candidate optimize arm")
+                 training_digest(), predictor_path.read_bytes(), source_digest(),
+                 "candidate optimize arm")
     path = out_path("workload_goals_parts") / f"{key[:24]}.parquet"
     if not path.exists():
         with warnings.catch_warnings():

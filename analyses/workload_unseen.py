@@ -122,6 +122,7 @@ from analyses._common import (
     parse_ints,
     parse_subset,
     ratio_figure,
+    topokit_source,
     training_digest,
     write_json,
 )
@@ -219,12 +220,6 @@ def model_source(name: str) -> str:
 
 def predictor_files() -> list[bytes]:
     return [path.read_bytes() for path in sorted(data_dir().glob("predictor_*.json"))]
-
-
-def topokit_source() -> str:
-    """A digest of topokit's Python source: what a design depends on besides its inputs."""
-    package = Path(__file__).resolve().parents[1] / "topokit"
-    return digest(*[path.read_bytes() for path in sorted(package.rglob("*.py"))])
 
 
 def _parts() -> Path:
