@@ -816,13 +816,20 @@ def _print_design(net, network, method: str, chosen, columns: dict) -> None:
     if mixing is not None:
         kept = mixing["weights"] != "lazy-metropolis"
         console.print("mixing weights: " + (
-            f"{mixing['weights']} ({mixing['links_dropped']} unused links dropped)" if kept
-            else "lazy-metropolis (the other weights were predicted slower or left the "
-                 "trust region)"))
+            f"{mixing['weights']} ({mixing['links_dropped']} unused links dropped){_won(mixing)}"
+            if kept else "lazy-metropolis (the other weights were predicted slower or left "
+                         "the trust region)"), highlight=False)
     title = "AutoTag" if method == "autotag" else "optimize"
     console.print(metrics_table(f"{title} against the baselines", columns))
     if "schedules" in chosen.stats:
         console.print(escape(_schedules_line(chosen.stats["schedules"])), highlight=False)
+
+
+def _won(mixing: dict) -> str:
+    """Which of the candidates weighed the design is (optimize's ``stats["mixing"]``)."""
+    if "from" not in mixing:  # a design file written before the candidates were recorded
+        return ""
+    return f"; {mixing['from']}, the fastest of {mixing['candidates_weighed']} candidates weighed"
 
 
 generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True, rich_markup_mode=None)

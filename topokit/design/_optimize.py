@@ -31,9 +31,23 @@ workload the predictor cannot vouch for DP devices at: see ``workload`` in
 And except for NDLF kept over a reference predicted faster than it by less than the NDLF
 margin: see *NDLF unless clearly faster*.)
 
-*Mixing weights* (``mixing``).  The searched design and NDLF (the social graph as it
-is) both get the chosen weights, each kept only if predicted no slower than without
-them.  By default, with a fitted predictor, they are Boyd, Diaconis and Xiao's
+*Mixing weights* (``mixing``). The search ranks topologies with Lazy-Metropolis weights,
+and other weights may reorder them: a sparser topology often gains more from better
+weights than a denser one. So the chosen weights are tried on the searched design and on
+the next best distinct candidates (the other searches' results and the starts, by their
+predicted time with Lazy-Metropolis weights), :data:`MIXING_CANDIDATES` in all, and the
+one predicted fastest with them is the design; each keeps its weights only if predicted
+no slower than without them, and another candidate replaces the searched design only
+with its weights kept and predicted faster (``stats["mixing"]``: ``from`` names it,
+``candidates_weighed`` says how many were, ``candidate_times`` gives their times). On
+Marfoq's Gaia (11 silos) the searched design was 4.69 s with fastest-mixing weights and
+the fifth-best start, NDLF pruned to its links of at most 0.16 s, 4.41 s (the count was
+set after seeing that it needed nine). Beyond :data:`MIXING_CANDIDATE_DEVICES` (32)
+devices one fastest-mixing solve takes seconds to minutes, so only the searched design
+gets them there. NDLF (the social graph as it is) gets the same weights for the NDLF
+margin.
+
+By default, with a fitted predictor, the weights are Boyd, Diaconis and Xiao's
 fastest-mixing weights: in the design benchmark (logistic regression, 69 settings on
 each of two sets of networks the predictor never saw) this was the only choice that met
 both of the design issue's goals, never more than 2 % slower than NDLF and at least 1.5x
@@ -207,6 +221,15 @@ DEFAULT_NDLF_MARGINS = {"lazy-metropolis": 1.12, "metropolis": 1.02, "fastest": 
 #: AutoTag takes minutes to hours; see the Notes of :func:`topokit.autotag`), and the
 #: local search runs to a local optimum by default.
 MAX_AUTOTAG_DEVICES = 128
+
+#: How many candidates (the searched design, then the other searches' results and the
+#: starts, by predicted time with Lazy-Metropolis weights) the mixing weights are tried
+#: on; the one predicted fastest with them is the design (module notes, *Mixing weights*).
+MIXING_CANDIDATES = 12
+#: Up to this many devices :data:`MIXING_CANDIDATES` get fastest-mixing weights; beyond,
+#: the searched design alone.  One solve takes about 0.03 s at 11 devices, 0.4 s at 24,
+#: 0.5 s at 32 and 5 s at 48 (the SDP's cost grows like n^6), minutes at 1,000.
+MIXING_CANDIDATE_DEVICES = 32
 
 #: The default evaluation budget of each search beyond :data:`MAX_AUTOTAG_DEVICES`
 #: devices: one pass over the O(|V|^2) moves would take hours there (a topology of
@@ -904,19 +927,19 @@ def _optimize(net: Network, options: OptimizeOptions):
     best = min(range(len(results)), key=lambda k: (results[k][1].time, results[k][1].paper_time, k))
     stats = _stats(scores, chosen, results, best, started)
     stats["evaluation_budget"] = None if budget == _UNLIMITED else budget
-    found = objective.topology(results[best][0])
-    searched = _Weighted(found, results[best][1], None)
+    searched = _Weighted(objective.topology(results[best][0]), results[best][1], None)
     social = (_Weighted(starts["ndlf"], scores["ndlf"], None)
               if "ndlf" in scores else None)  # not a start, or it breaks a stranger bound
-    weightings = 0  # each audits the weighted gossip under a stranger bound
+    weighed: dict[tuple, _Weighted] = {}  # each audits the weighted gossip under a bound
     if mixing != "lazy-metropolis":
-        searched, weightings = _mixing_weights(objective, bound, searched, mixing, base_seed), 1
-        if social is not None and starts["ndlf"] == found:
-            social = searched  # the search kept NDLF: weigh it once
-        elif social is not None:  # starts from the searched links' weights, if kept
-            social = _mixing_weights(objective, bound, social, mixing, base_seed,
-                                     warm_start=searched.topology)
-            weightings += 1
+        candidates = _mixing_candidates(objective, results, chosen, best, ranked, starts,
+                                        mixing)
+        searched, weighed = _weighted_best(objective, bound, candidates, mixing, base_seed)
+        if social is not None:  # starts from the design's weights, if kept
+            social = weighed.get(_key(social.topology)) or _mixing_weights(
+                objective, bound, social, mixing, base_seed, warm_start=searched.topology)
+    weightings = len(weighed) + int(social is not None and social.mixing is not None
+                                    and _key(starts["ndlf"]) not in weighed)
     margin = _margin_for(searched, ndlf_margin, model, options, social)
     result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
         scores, searched, social, margin, _least_gain_over_noise(objective, searched, social),
@@ -925,7 +948,7 @@ def _optimize(net: Network, options: OptimizeOptions):
                     if name in starts and (objective.allow_dp or not starts[name].dp_devices)])
     topology, score = result.topology, result.score
     if result.mixing is not None:
-        stats["mixing"] = result.mixing
+        stats["mixing"] = _mixing_record(result, searched)
     if objective.bound is not None:  # of the final design: its weights change the audit
         stats["stranger_bound"] = _bound_stats(objective, score.noise, results, starts, scores,
                                                extra_audits=weightings)
@@ -1448,6 +1471,77 @@ def _mixing_weights(objective: _Objective, bound: NDArray[np.float64], candidate
              "predicted_time_lazy_metropolis": score.time,
              f"predicted_time_{mixing}": None if scored is None else scored.time}
     return _Weighted(weighted if kept else plain, scored if kept else score, stats)
+
+
+def _key(topology: Topology) -> tuple:
+    """What tells two candidates apart: their links and DP devices (not their weights)."""
+    return topology.edges, topology.dp_devices
+
+
+def _mixing_candidates(objective: _Objective, results: list, chosen: list, best: int,
+                       ranked: list, starts: dict[str, Topology], mixing: str
+                       ) -> list[tuple[str, _Weighted]]:
+    """(name, candidate without weights) of the distinct topologies the mixing weights are
+    tried on: the searched design first, then the other searches' results and the starts
+    the search could start from, by predicted time with Lazy-Metropolis weights (ties: that
+    order), :data:`MIXING_CANDIDATES` in all; for fastest-mixing weights beyond
+    :data:`MIXING_CANDIDATE_DEVICES` devices, where one solve takes seconds to minutes, the
+    searched design alone."""
+    limit = (1 if mixing == "fastest" and objective.net.n_devices > MIXING_CANDIDATE_DEVICES
+             else MIXING_CANDIDATES)
+    pool = [(f"search from {chosen[k][0]}", objective.topology(state), score)
+            for k, (state, score, _) in enumerate(results)]
+    pool += [(name, starts[name], score) for name, score in ranked
+             if objective.allow_dp or not starts[name].dp_devices]
+    order = sorted(range(len(pool)), key=lambda k: (k != best, pool[k][2].time,
+                                                    pool[k][2].paper_time, k))
+    seen, candidates = set(), []
+    for k in order:
+        name, topology, score = pool[k]
+        if _key(topology) not in seen and len(candidates) < limit:
+            seen.add(_key(topology))
+            candidates.append((name, _Weighted(topology, score, None)))
+    return candidates
+
+
+def _weighted_best(objective: _Objective, bound: NDArray[np.float64],
+                   candidates: list[tuple[str, _Weighted]], mixing: str, seed: int
+                   ) -> tuple[_Weighted, dict[tuple, _Weighted]]:
+    """The candidate predicted fastest with the mixing weights (:func:`_mixing_weights`),
+    its record naming it (``from``), how many were weighed and each one's predicted time
+    (``candidate_times``, None: never reaching the target), and every candidate as
+    weighed (by :func:`_key` of its topology without weights).  The first (the searched
+    design) is kept with or without its weights, as :func:`_mixing_weights` decides;
+    another replaces it only with its weights kept and predicted faster."""
+    weighed = {_key(candidate.topology): _mixing_weights(objective, bound, candidate,
+                                                          mixing, seed)
+               for _, candidate in candidates}
+    names = [name for name, _ in candidates]
+    results = list(weighed.values())
+    winner = 0
+    for k in range(1, len(results)):
+        kept = results[k].mixing["weights"] == mixing
+        if kept and results[k].score.better_than(results[winner].score):
+            winner = k
+    chosen = results[winner]
+    record = {**chosen.mixing, "from": names[winner], "candidates_weighed": len(results),
+              "candidate_times": {name: _finite_or_none(result.score.time)
+                                  for name, result in zip(names, results, strict=True)}}
+    return chosen._replace(mixing=record), weighed
+
+
+def _mixing_record(result: _Weighted, searched: _Weighted) -> dict[str, Any]:
+    """``stats["mixing"]``: the weighting record of the design, and where the margin kept
+    NDLF over the weighted candidates, ``from`` NDLF and those candidates."""
+    if result is searched or searched.mixing is None:
+        return result.mixing
+    weighed = {key: searched.mixing[key] for key in ("candidates_weighed", "candidate_times")}
+    return {**result.mixing, "from": "ndlf", **weighed}
+
+
+def _finite_or_none(value: float) -> float | None:
+    """A predicted time for JSON: None where it is inf (never reaching the target)."""
+    return float(value) if np.isfinite(value) else None
 
 
 def _design(objective: _Objective, description: dict, topology: Topology, score: _Score,
