@@ -42,10 +42,10 @@ with its weights kept and predicted faster (``stats["mixing"]``: ``from`` names 
 ``candidates_weighed`` says how many were, ``candidate_times`` gives their times). On
 Marfoq's Gaia (11 silos; epsilon 0.5, target 0.92) the searched design was 4.65 s with
 fastest-mixing weights and the sixth-best start, NDLF pruned to its links of at most
-0.16 s, 4.41 s (the count was set after seeing that it needed nine). Beyond :data:`MIXING_CANDIDATE_DEVICES` (32)
-devices one fastest-mixing solve takes seconds to minutes, so only the searched design
-gets them there. NDLF (the social graph as it is) gets the same weights for the NDLF
-margin.
+0.16 s, 4.41 s (the count was set after seeing that it needed nine). Beyond
+:data:`MIXING_CANDIDATE_DEVICES` (32) devices one fastest-mixing solve takes seconds to
+minutes, so only the searched design gets them there. NDLF (the social graph as it is)
+gets the same weights for the NDLF margin.
 
 By default, with a fitted predictor, the weights are Boyd, Diaconis and Xiao's
 fastest-mixing weights: in the design benchmark (logistic regression, 69 settings on
