@@ -930,16 +930,18 @@ def _optimize(net: Network, options: OptimizeOptions):
     searched = _Weighted(objective.topology(results[best][0]), results[best][1], None)
     social = (_Weighted(starts["ndlf"], scores["ndlf"], None)
               if "ndlf" in scores else None)  # not a start, or it breaks a stranger bound
-    weighed: dict[tuple, _Weighted] = {}  # each audits the weighted gossip under a bound
+    weightings = 0  # each audits the weighted gossip under a stranger bound
     if mixing != "lazy-metropolis":
         candidates = _mixing_candidates(objective, results, chosen, best, ranked, starts,
                                         mixing)
         searched, weighed = _weighted_best(objective, bound, candidates, mixing, base_seed)
-        if social is not None:  # starts from the design's weights, if kept
-            social = weighed.get(_key(social.topology)) or _mixing_weights(
-                objective, bound, social, mixing, base_seed, warm_start=searched.topology)
-    weightings = len(weighed) + int(social is not None and social.mixing is not None
-                                    and _key(starts["ndlf"]) not in weighed)
+        weightings = len(weighed)
+        if social is not None and _key(social.topology) in weighed:
+            social = weighed[_key(social.topology)]  # weighed among the candidates
+        elif social is not None:  # starts from the design's weights, if kept
+            social = _mixing_weights(objective, bound, social, mixing, base_seed,
+                                     warm_start=searched.topology)
+            weightings += 1
     margin = _margin_for(searched, ndlf_margin, model, options, social)
     result, stats["ndlf_margin"] = _ndlf_unless_clearly_faster(
         scores, searched, social, margin, _least_gain_over_noise(objective, searched, social),
@@ -1513,11 +1515,9 @@ def _weighted_best(objective: _Objective, bound: NDArray[np.float64],
     weighed (by :func:`_key` of its topology without weights).  The first (the searched
     design) is kept with or without its weights, as :func:`_mixing_weights` decides;
     another replaces it only with its weights kept and predicted faster."""
-    weighed = {_key(candidate.topology): _mixing_weights(objective, bound, candidate,
-                                                          mixing, seed)
-               for _, candidate in candidates}
     names = [name for name, _ in candidates]
-    results = list(weighed.values())
+    results = [_mixing_weights(objective, bound, candidate, mixing, seed)
+               for _, candidate in candidates]
     winner = 0
     for k in range(1, len(results)):
         kept = results[k].mixing["weights"] == mixing
@@ -1527,6 +1527,8 @@ def _weighted_best(objective: _Objective, bound: NDArray[np.float64],
     record = {**chosen.mixing, "from": names[winner], "candidates_weighed": len(results),
               "candidate_times": {name: _finite_or_none(result.score.time)
                                   for name, result in zip(names, results, strict=True)}}
+    weighed = {_key(candidate.topology): result
+               for (_, candidate), result in zip(candidates, results, strict=True)}
     return chosen._replace(mixing=record), weighed
 
 
