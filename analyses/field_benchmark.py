@@ -660,12 +660,15 @@ def spearman_cells(runs: pd.DataFrame, by: list[str] = BY, *,
     return pd.DataFrame(rows)
 
 
-def schedule_calls(table: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
+def schedule_calls(table: pd.DataFrame, by: list[str] = BY, *,
+                   margin: float = 1.0) -> pd.DataFrame:
     """Per setting: which of ``optimize``'s design and the time-varying peers topokit's
     predictions call fastest (smallest median ``pseudo_time`` over the trials), which was
     measured fastest (smallest median ``censored`` time), and the measured median time of
     each over the design's: what ``optimize`` would gain or lose if it returned the
-    schedule its predictor calls faster than its design.
+    schedule its predictor calls faster than its design.  With a ``margin`` the fastest
+    predicted schedule is called only if predicted ``margin`` times faster than the design
+    (as :func:`topokit.design.consider_schedules` chooses).
 
     Examples
     --------
@@ -676,6 +679,8 @@ def schedule_calls(table: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
     >>> row = schedule_calls(table, by=["network"]).iloc[0]
     >>> row["called"], row["fastest"], float(row["called_vs_design"])
     ('epidemic', 'epidemic', 0.8888888888888888)
+    >>> schedule_calls(table, by=["network"], margin=1.5).iloc[0]["called"]  # 4 x 1.5 > 5
+    'optimize'
     """
     part = table[table["method"].isin((LEAD, *TIME_VARYING))]
     medians = (part.groupby([*by, "method"], sort=False)
@@ -683,8 +688,11 @@ def schedule_calls(table: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
                .reset_index())
     rows = []
     for key, cell in medians.groupby(by, sort=False):
-        design = float(cell.loc[cell["method"] == LEAD, "measured"].iloc[0])
-        called = cell.loc[cell["predicted"].idxmin()]
+        lead = cell.loc[cell["method"] == LEAD].iloc[0]
+        design = float(lead["measured"])
+        schedules = cell[cell["method"] != LEAD]
+        best = schedules.loc[schedules["predicted"].idxmin()] if len(schedules) else lead
+        called = best if best["predicted"] * margin < lead["predicted"] else lead
         fastest = cell.loc[cell["measured"].idxmin()]
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
                      "called": called["method"], "fastest": fastest["method"],

@@ -131,13 +131,19 @@ def _keys(cell: Cell, net, runs: dict, data: str) -> dict[str, str]:
             for name, (entry, eps) in runs.items()}
 
 
-def run_cell(cell: Cell, topologies: dict[str, CorpusEntry], trials: int) -> tuple[pd.DataFrame]:
-    """Train the cell's runs not saved yet; every run of the cell, with its epsilon."""
+#: Where each cell's runs are kept (under analyses/out/).
+PARTS = "workload_corpus_parts"
+
+
+def run_cell(cell: Cell, topologies: dict[str, CorpusEntry], trials: int,
+             parts: str = PARTS) -> tuple[pd.DataFrame]:
+    """Train the cell's runs not saved yet; every run of the cell, with its epsilon (kept in
+    analyses/out/``parts``/)."""
     X, y = load_data(cell.data)
     net = cell.spec.build()
     runs = entries_at_epsilons(topologies)
     keys = _keys(cell, net, runs, data_digest(X, y))
-    path = out_path("workload_corpus_parts") / (
+    path = out_path(parts) / (
         f"{cell.spec.name}_K{cell.skewness:g}_{cell.data}_{cell.model}.runs.parquet")
     path.parent.mkdir(exist_ok=True)
 

@@ -13,12 +13,14 @@ predicted from its features over its rounds
 (:func:`~topokit.design.features.features_of_schedule`), an extrapolation, and
 the comparison says so (:data:`EXTRAPOLATION_NOTE`).  On the field benchmark's
 networks, which no fit saw, those predictions called a schedule faster than the
-design where it trained slower as often as where it trained faster, and a
+design where it trained slower as often as where it trained faster, a
 correction fitted on a corpus of schedule runs made it worse
-(``python -m analyses.schedule_corpus``; docs/tutorial/benchmarks.md, "Against
-the field").  So no schedule is chosen unless a margin is given: how many
-times faster than the design a schedule must be predicted, a risk the caller
-takes knowingly.
+(``python -m analyses.schedule_corpus``), and a predictor refitted with 2,160
+schedule runs beside the static corpus called exactly what the static fit calls
+(``python -m analyses.schedule_predictor``; docs/tutorial/benchmarks.md,
+"Against the field").  So no schedule is chosen unless a margin is given: how
+many times faster than the design a schedule must be predicted, a risk the
+caller takes knowingly.
 """
 
 from __future__ import annotations
