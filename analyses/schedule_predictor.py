@@ -50,9 +50,12 @@ analyses.field_benchmark``.  The schedule runs (2,160 of them: 9 networks x 2 sk
 data sets x 6 budgets x 2 trials x 5 schedules, every one with DP devices) are kept in
 analyses/out/workload_schedules_parts/ under run keys, so an interrupted call resumes and a
 changed input trains again; ``--saved`` fits and checks on
-analyses/out/workload_corpus_schedules.parquet without training.  Writes
-analyses/out/schedule_predictor.{json,png} and the joint fit as
-analyses/out/predictor_schedules.json (a candidate, not shipped).
+analyses/out/workload_corpus_schedules.parquet without training.  Training took 79 min on
+2 cores (the workload corpus ran beside it for its first 23 min), the schedules' features
+6 min more; ``--saved`` about 20 s.  Writes analyses/out/schedule_predictor.{json,png}
+(the same inputs give the same bytes; the date, machine and seconds go apart, to
+schedule_predictor_timings.json) and the joint fit as analyses/out/predictor_schedules.json
+(a candidate, not shipped).
 """
 
 from __future__ import annotations
@@ -146,7 +149,8 @@ def _run(task, trials: int):
 
 
 def fit_rows(schedule_rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The rows of each fit (:data:`SHIPPED_FORM`'s trait added): ``static``, ``joint``."""
+    """The rows of each fit, ``static`` and ``joint``, with the model's probe rounds (the
+    held-out runs' workload takes digits' value)."""
     static = load_rows(False, ("workload_corpus",))
     static = static[static["model"] == MODEL]
     schedules = schedule_rows[schedule_rows["target_closeness"] < 1.0]
@@ -285,15 +289,18 @@ def main(argv=None) -> None:
             print(summary_line(fit, result))
     figure(results).savefig(out_path("schedule_predictor.png"), dpi=120)
     models["joint"].save(out_path("predictor_schedules.json"))
+    command = " ".join(["python -m analyses.schedule_predictor", *sys.argv[1:]])
     write_json("schedule_predictor.json", {
-        "command": " ".join(["python -m analyses.schedule_predictor", *sys.argv[1:]]),
-        "topokit_version": __version__, "date": date.today().isoformat(),
-        "machine": machine(), "form": SHIPPED_FORM._asdict(),
-        "fitted_runs": {name: int(len(part)) for name, part in rows.items()},
+        "command": command, "topokit_version": __version__, "form": SHIPPED_FORM._asdict(),
+        "fitted_rows": {name: int(len(part)) for name, part in rows.items()},
         "schedule_kinds": sorted(schedule_rows["kind"].unique()),
         "results": {held: {fit: _plain_result(result) for fit, result in by_fit.items()}
                     for held, by_fit in results.items()}})
-    print(f"{time.perf_counter() - started:.0f} s")
+    seconds = time.perf_counter() - started
+    write_json("schedule_predictor_timings.json", {
+        "command": command, "date": date.today().isoformat(), "machine": machine(),
+        "seconds": round(seconds)})
+    print(f"{seconds:.0f} s")
 
 
 if __name__ == "__main__":
