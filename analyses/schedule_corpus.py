@@ -148,6 +148,19 @@ def held_out_check(field_runs: pd.DataFrame, correction: dict[str, float]) -> di
     return out
 
 
+def calls_panel(ax, calls: pd.DataFrame, title: str, **title_options) -> None:
+    """One panel: per held-out setting, the measured time over the design's of the measured
+    fastest (circles) and of what the predictions call (crosses); lines at 1 and 1.02."""
+    ax.scatter(range(len(calls)), calls["fastest_vs_design"], marker="o",
+               label="measured fastest / design")
+    ax.scatter(range(len(calls)), calls["called_vs_design"], marker="x",
+               label="called by the predictions / design")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.axhline(SLOWER_AT_MOST, color="grey", lw=0.8, ls="--")
+    ax.set_title(title, **title_options)
+    ax.set_xlabel("held-out setting")
+
+
 def figure(check: dict[str, Any]):
     import matplotlib
 
@@ -156,15 +169,7 @@ def figure(check: dict[str, Any]):
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, (label, part) in zip(axes, check.items(), strict=True):
-        calls = part["settings"]
-        ax.scatter(range(len(calls)), calls["fastest_vs_design"], marker="o",
-                   label="measured fastest / design")
-        ax.scatter(range(len(calls)), calls["called_vs_design"], marker="x",
-                   label="called by the predictions / design")
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.axhline(SLOWER_AT_MOST, color="grey", lw=0.8, ls="--")
-        ax.set_title(label.replace("_", " "))
-        ax.set_xlabel("held-out setting")
+        calls_panel(ax, part["settings"], label.replace("_", " "))
     axes[0].set_ylabel("measured time over the design's")
     axes[0].legend(fontsize=8)
     fig.suptitle("The design or a schedule, as topokit's predictions call it "

@@ -79,6 +79,7 @@ from analyses.field_benchmark import (
     times,
 )
 from analyses.predictor_corpus import corpus_seed
+from analyses.schedule_corpus import calls_panel
 from analyses.workload_corpus import (
     DATA,
     SKEWNESS,
@@ -216,16 +217,9 @@ def figure(results: dict[str, dict[str, dict[str, Any]]]):
                              3.5 * len(results)), sharey=True, squeeze=False)
     for row, (held, by_fit) in zip(axes, results.items(), strict=True):
         for ax, (name, result) in zip(row, by_fit.items(), strict=True):
-            calls = result["call_settings"]
-            ax.scatter(range(len(calls)), calls["fastest_vs_design"], marker="o",
-                       label="measured fastest / design")
-            ax.scatter(range(len(calls)), calls["called_vs_design"], marker="x",
-                       label="called / design")
-            ax.axhline(1.0, color="grey", lw=0.8)
-            ax.axhline(1.02, color="grey", lw=0.8, ls="--")
             worst = result["calls"]["called_vs_design_worst"]
-            ax.set_title(f"{held}, {name}: worst call {worst:.3g}x", fontsize=9)
-            ax.set_xlabel("held-out setting")
+            calls_panel(ax, result["call_settings"], f"{held}, {name}: worst call {worst:.3g}x",
+                        fontsize=9)
         row[0].set_ylabel("measured time over the design's")
     axes[0][0].legend(fontsize=8)
     fig.suptitle("The design or a schedule, as each predictor calls it "
