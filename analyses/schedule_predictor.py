@@ -89,12 +89,13 @@ from analyses.workload_corpus import (
     network_specs,
     noise_multiplier,
     run_cell,
-    with_probe_rounds,
     workload_rows,
 )
 from analyses.workload_predictor import Variant, load_rows
 from topokit import __version__
+from topokit._io import read_json_file
 from topokit._jobs import run_resumable
+from topokit.design.time_predictor import _shipped_path
 from topokit.validation.corpus import CorpusEntry, NetworkSpec
 
 #: The shipped workload predictor's form (``datasets/predictor_workload.json``) less the
@@ -150,20 +151,25 @@ def _run(task, trials: int):
 
 
 def fit_rows(schedule_rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The rows of each fit, ``static`` and ``joint``, with the model's probe rounds (the
-    held-out runs' workload takes digits' value)."""
+    """The rows of each fit: ``static`` and ``joint``."""
     static = load_rows(False, ("workload_corpus",))
     static = static[static["model"] == MODEL]
     schedules = schedule_rows[schedule_rows["target_closeness"] < 1.0]
     joint = pd.concat([static, schedules.assign(
         rounds=schedules["measured_rounds"].fillna(np.inf))], ignore_index=True)
-    rows, _ = with_probe_rounds(joint)
-    return {"static": rows.iloc[:len(static)], "joint": rows}
+    return {"static": static, "joint": joint}
 
 
 def fitted(rows: pd.DataFrame):
     """:data:`SHIPPED_FORM` fitted on ``rows``."""
     return SHIPPED_FORM.unfitted().fit(SHIPPED_FORM.matrix(rows), rows["rounds"])
+
+
+def shipped_workload() -> tuple[float, float]:
+    """The ceiling and probe rounds of logistic regression on digits (the held-out runs'
+    model and data) as the shipped workload predictor records them."""
+    provenance = read_json_file(_shipped_path("workload"), "predictor")["provenance"]
+    return provenance["ceilings"][MODEL], provenance["probe_rounds"][MODEL]
 
 
 def with_workload(field: pd.DataFrame, ceiling: float, probe_rounds: float) -> pd.DataFrame:
@@ -269,8 +275,7 @@ def main(argv=None) -> None:
         sys.exit(f"no {field}: run python -m analyses.field_benchmark first")
     rows = fit_rows(schedule_rows)
     models = {name: fitted(part) for name, part in rows.items()}
-    digits = rows["static"][rows["static"]["data"] == "digits"]
-    workload = float(digits["ceiling"].iloc[0]), float(digits["probe_rounds"].iloc[0])
+    workload = shipped_workload()
     results = {}
     for held, name in HELD_OUT.items():
         if not out_path(name).exists():

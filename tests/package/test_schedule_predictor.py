@@ -3,7 +3,6 @@ features: checked against what ``topokit.validate`` itself predicted for the sam
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 
 import analyses.schedule_predictor as analysis
 from topokit import Workload, load_example, load_predictor, validate
-from topokit.design.time_predictor import _shipped_path
 
 EPSILON, TARGET = 2.0, 0.85
 
@@ -32,13 +30,8 @@ def field_like_runs():
                         paper_time=frame["pseudo_time"])
 
 
-def _shipped_workload():
-    provenance = json.loads(_shipped_path("workload").read_text())["provenance"]
-    return provenance["ceilings"]["logreg"], provenance["probe_rounds"]["logreg"]
-
-
 def test_the_workload_features_give_back_validates_own_predictions(field_like_runs):
-    ceiling, probe_rounds = _shipped_workload()
+    ceiling, probe_rounds = analysis.shipped_workload()
     runs = analysis.with_workload(field_like_runs, ceiling, probe_rounds)
     assert runs["target_closeness"].tolist() == pytest.approx([TARGET / ceiling] * len(runs))
     predicted = analysis.predicted_times(runs, load_predictor("workload"))
@@ -50,7 +43,7 @@ def test_the_workload_features_give_back_validates_own_predictions(field_like_ru
 
 
 def test_a_refit_equal_to_the_shipped_predictor_judges_as_the_recorded_times(field_like_runs):
-    runs = analysis.with_workload(field_like_runs, *_shipped_workload())
+    runs = analysis.with_workload(field_like_runs, *analysis.shipped_workload())
     runs = runs.assign(kind=runs["topology"].map({"ndlf": "ndlf", "epidemic": "epidemic"}),
                        topology=runs["topology"].map({"ndlf": "optimize",
                                                       "epidemic": "epidemic"}))
